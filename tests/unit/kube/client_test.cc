@@ -1,0 +1,248 @@
+#include "kube/client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_transport.h"
+
+namespace eoc::kube {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using testing::FakeTransport;
+using ::testing::HasSubstr;
+
+class ClientTest : public ::testing::Test {
+ protected:
+  ClientTest() {
+    auto t = std::make_unique<FakeTransport>();
+    transport_ = t.get();
+    ClientOptions options;
+    options.qps = 0;  // no rate limit unless a test sets one
+    client_ = std::make_unique<Client>(std::move(t), options, clock_,
+                                       [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
+  }
+
+  void MakeClient(ClientOptions options) {
+    auto t = std::make_unique<FakeTransport>();
+    transport_ = t.get();
+    client_ = std::make_unique<Client>(std::move(t), options, clock_,
+                                       [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
+  }
+
+  ManualClock clock_;
+  FakeTransport* transport_ = nullptr;
+  std::unique_ptr<Client> client_;
+  std::vector<std::chrono::nanoseconds> slept_;
+};
+
+TEST_F(ClientTest, GetBuildsPathAndParses) {
+  transport_->Reply(200, R"({"metadata":{"name":"web"}})");
+  auto r = client_->Get(resources::kDeployments, "prod", "web");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ((*r)["metadata"]["name"], "web");
+  ASSERT_EQ(transport_->requests.size(), 1U);
+  EXPECT_EQ(transport_->requests[0].method, "GET");
+  EXPECT_EQ(transport_->requests[0].path, "/apis/apps/v1/namespaces/prod/deployments/web");
+}
+
+TEST_F(ClientTest, ErrorsDecodeStatus) {
+  transport_->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound",
+      "message":"deployments.apps \"web\" not found"})");
+  auto r = client_->Get(resources::kDeployments, "prod", "web");
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().IsNotFound());
+  EXPECT_EQ(r.error().message, "deployments.apps \"web\" not found");
+}
+
+TEST_F(ClientTest, TransportFailuresBecomeStatus) {
+  transport_->Fail(kReasonTimeout, "GET https://x/api: timed out");
+  auto r = client_->GetPath("/api");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, 0);
+  EXPECT_EQ(r.error().reason, kReasonTimeout);
+}
+
+TEST_F(ClientTest, NonJsonSuccessIsAnError) {
+  transport_->Reply(200, "<html>");
+  auto r = client_->GetPath("/version");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().reason, "InvalidResponse");
+}
+
+TEST_F(ClientTest, ListQueryIsEncoded) {
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"7"},"items":[]})");
+  ListOptions o;
+  o.label_selector = "app=web,tier in (a,b)";
+  o.field_selector = "status.phase=Running";
+  o.limit = 50;
+  o.continue_token = "abc==";
+  auto r = client_->List(resources::kPods, "", o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(transport_->requests[0].path,
+            "/api/v1/pods?labelSelector=app%3Dweb%2Ctier%20in%20%28a%2Cb%29"
+            "&fieldSelector=status.phase%3DRunning&limit=50&continue=abc%3D%3D");
+}
+
+TEST_F(ClientTest, ListAllFollowsContinue) {
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"10","continue":"p2"},
+      "items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})");
+  transport_->Reply(200,
+                    R"({"metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"c"}}]})");
+  auto r = client_->ListAll(resources::kPods, "default", {.limit = 2});
+  ASSERT_TRUE(r) << r.error().ToString();
+  ASSERT_EQ(r->items.size(), 3U);
+  EXPECT_EQ(r->items[2]["metadata"]["name"], "c");
+  EXPECT_EQ(r->resource_version, "10");
+  EXPECT_EQ(transport_->requests[1].path, "/api/v1/namespaces/default/pods?limit=2&continue=p2");
+}
+
+TEST_F(ClientTest, ListAllStopsOnAnExpiredContinueToken) {
+  transport_->Reply(200, R"({"metadata":{"continue":"p2"},"items":[]})");
+  transport_->Reply(410, R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})");
+  auto r = client_->ListAll(resources::kPods, "default", {});
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().IsGone());
+}
+
+TEST_F(ClientTest, UpdateUsesTheObjectsNameAndRefusesNone) {
+  transport_->Reply(200, R"({"metadata":{"name":"web","resourceVersion":"2"}})");
+  auto ok = client_->Update(resources::kDeployments, "default",
+                            json{{"metadata", {{"name", "web"}, {"resourceVersion", "1"}}}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(transport_->requests[0].method, "PUT");
+  EXPECT_EQ(transport_->requests[0].path, "/apis/apps/v1/namespaces/default/deployments/web");
+  auto bad = client_->Update(resources::kDeployments, "default", json{{"spec", {}}});
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().message, HasSubstr("metadata: missing"));
+  EXPECT_EQ(transport_->requests.size(), 1U);
+}
+
+TEST_F(ClientTest, PatchContentTypes) {
+  transport_->Reply(200, "{}");
+  transport_->Reply(200, "{}");
+  ASSERT_TRUE(client_->Patch(resources::kPods, "d", "p", PatchType::kMerge,
+                             {{"metadata", {{"labels", {{"a", "b"}}}}}}));
+  ASSERT_TRUE(client_->Patch(resources::kPods, "d", "p", PatchType::kJson,
+                             json::array({{{"op", "add"}, {"path", "/x"}, {"value", 1}}}),
+                             "status"));
+  EXPECT_EQ(transport_->requests[0].content_type, "application/merge-patch+json");
+  EXPECT_EQ(transport_->requests[1].content_type, "application/json-patch+json");
+  EXPECT_EQ(transport_->requests[1].path, "/api/v1/namespaces/d/pods/p/status");
+  auto bad = client_->Patch(resources::kPods, "d", "p", PatchType::kJson, json::object());
+  EXPECT_FALSE(bad);
+  EXPECT_EQ(transport_->requests.size(), 2U);
+}
+
+TEST_F(ClientTest, SetReplicasPatchesScale) {
+  transport_->Reply(200,
+                    R"({"metadata":{"name":"web"},"spec":{"replicas":4},"status":{"replicas":2}})");
+  auto s = client_->SetReplicas(resources::kDeployments, "default", "web", 4);
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ(s->spec_replicas, 4);
+  EXPECT_EQ(transport_->requests[0].path, "/apis/apps/v1/namespaces/default/deployments/web/scale");
+  EXPECT_EQ(json::parse(transport_->requests[0].body), json::parse(R"({"spec":{"replicas":4}})"));
+  EXPECT_FALSE(client_->SetReplicas(resources::kDeployments, "default", "web", -1));
+}
+
+TEST_F(ClientTest, DeleteSendsOptions) {
+  transport_->Reply(200, R"({"kind":"Status","status":"Success"})");
+  DeleteOptions o;
+  o.grace_period_seconds = 0;
+  o.propagation_policy = "Foreground";
+  ASSERT_TRUE(client_->Delete(resources::kPods, "d", "p", o));
+  const json body = json::parse(transport_->requests[0].body);
+  EXPECT_EQ(body["gracePeriodSeconds"], 0);
+  EXPECT_EQ(body["propagationPolicy"], "Foreground");
+}
+
+TEST_F(ClientTest, RetriesTooManyRequestsAfterRetryAfter) {
+  transport_->Reply(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})", "2");
+  transport_->Reply(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})", "1");
+  transport_->Reply(200, "{}");
+  ASSERT_TRUE(client_->GetPath("/api"));
+  EXPECT_EQ(transport_->requests.size(), 3U);
+  EXPECT_THAT(slept_, ElementsAre(std::chrono::seconds(2), std::chrono::seconds(1)));
+}
+
+TEST_F(ClientTest, TooManyRequestsWithoutRetryAfterIsReturned) {
+  transport_->Reply(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})");
+  auto r = client_->GetPath("/api");
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().IsTooManyRequests());
+  EXPECT_EQ(transport_->requests.size(), 1U);
+}
+
+TEST_F(ClientTest, RetriesAreBoundedAndWaitsCapped) {
+  ClientOptions o;
+  o.qps = 0;
+  o.max_retries = 2;
+  o.max_retry_after = std::chrono::seconds(5);
+  MakeClient(o);
+  for (int i = 0; i < 3; ++i) transport_->Reply(429, "", "3600");
+  auto r = client_->GetPath("/api");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().retry_after, std::chrono::seconds(3600));
+  EXPECT_EQ(transport_->requests.size(), 3U);
+  EXPECT_THAT(slept_, ElementsAre(std::chrono::seconds(5), std::chrono::seconds(5)));
+}
+
+TEST_F(ClientTest, EveryCallIsRateLimited) {
+  ClientOptions o;
+  o.qps = 10;
+  o.burst = 2;
+  MakeClient(o);
+  for (int i = 0; i < 4; ++i) transport_->Reply(200, "{}");
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(client_->GetPath("/api"));
+  // Two from the burst, then one every 100 ms; the clock does not move, so waits queue up.
+  EXPECT_THAT(slept_, ElementsAre(std::chrono::milliseconds(100), std::chrono::milliseconds(200)));
+}
+
+TEST_F(ClientTest, WatchStreamsEventsWithBookmarksAndErrors) {
+  transport_->StreamLines({R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})", "",
+                           R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})",
+                           R"({"type":"ERROR","object":{"kind":"Status","code":410}})"});
+  ListOptions o;
+  o.resource_version = "5";
+  o.timeout_seconds = 300;
+  o.allow_watch_bookmarks = true;
+  auto w = client_->StartWatch(resources::kPods, "default", o);
+  ASSERT_TRUE(w) << w.error().ToString();
+  EXPECT_EQ(transport_->requests[0].path,
+            "/api/v1/namespaces/default/pods?watch=1&resourceVersion=5&allowWatchBookmarks=true"
+            "&timeoutSeconds=300");
+  // The idle timeout outlasts the server's own timeout.
+  EXPECT_GT(transport_->idle_timeouts[0], std::chrono::seconds(300));
+  std::vector<WatchEventType> types;
+  for (;;) {
+    auto e = (*w)->Next();
+    ASSERT_TRUE(e) << e.error().ToString();
+    if (!*e) break;
+    types.push_back((*e)->type);
+  }
+  EXPECT_THAT(types, ElementsAre(WatchEventType::kAdded, WatchEventType::kBookmark,
+                                 WatchEventType::kError));
+}
+
+TEST_F(ClientTest, WatchReportsBrokenStreamsAndBadLines) {
+  transport_->StreamLines({"{not json", "<broken>"});
+  auto w = client_->StartWatch(resources::kPods, "", {});
+  ASSERT_TRUE(w);
+  auto bad = (*w)->Next();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().reason, "InvalidWatchEvent");
+  auto broken = (*w)->Next();
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().reason, kReasonTransport);
+}
+
+TEST_F(ClientTest, WatchStartErrorsDecode) {
+  transport_->Reply(403, R"({"kind":"Status","code":403,"reason":"Forbidden","message":"no"})");
+  auto w = client_->StartWatch(resources::kPods, "", {});
+  ASSERT_FALSE(w);
+  EXPECT_TRUE(w.error().IsForbidden());
+}
+
+}  // namespace
+}  // namespace eoc::kube
