@@ -1,0 +1,47 @@
+// The local control plane that `scripts/control-plane start DIR` runs, as tests see it: the
+// variables of DIR/env, found through $EOC_KUBE_ENV (set by CTest for tests that require the
+// `control_plane` fixture).
+//
+//   const auto& plane = eoc::testing::ControlPlane::Get();   // skips the test when absent
+//   auto client = eoc::kube::Client::Create(plane.AdminConfig(), {});
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "kube/config.h"
+
+namespace eoc::testing {
+
+class ControlPlane {
+ public:
+  // Reads $EOC_KUBE_ENV once. Returns nullptr when it is unset or unreadable.
+  static const ControlPlane* Find();
+
+  std::string Var(const std::string& name) const;  // e.g. "EOC_KUBE_SERVER"; "" when absent
+  std::string server() const { return Var("EOC_KUBE_SERVER"); }
+  std::string dir() const { return Var("EOC_KUBE_DIR"); }
+
+  // Token authentication as the admin (system:masters), verified against the cluster CA.
+  kube::RestConfig AdminConfig() const;
+  // The same server with another token (e.g. EOC_KUBE_NOBODY_TOKEN, which RBAC allows nothing).
+  kube::RestConfig TokenConfig(const std::string& token) const;
+  // Client-certificate authentication as the admin.
+  kube::RestConfig CertConfig() const;
+
+ private:
+  std::map<std::string, std::string> vars_;
+};
+
+// Reads a whole file; throws std::runtime_error naming it when it cannot.
+std::string ReadFile(const std::string& path);
+
+// A namespace name unique to this process and call, for tests that share one control plane.
+std::string UniqueName(const std::string& prefix);
+
+}  // namespace eoc::testing
+
+// Skips the current test when no control plane is configured (a plain `ctest -L unit` run).
+#define EOC_REQUIRE_CONTROL_PLANE(plane)                                            \
+  const ::eoc::testing::ControlPlane* plane = ::eoc::testing::ControlPlane::Find(); \
+  if ((plane) == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane"
