@@ -14,6 +14,7 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/discovery.h"
+#include "manifests.h"
 
 namespace {
 
@@ -38,22 +39,6 @@ T Must(Result<T> r, const std::string& what) {
     std::exit(1);  // NOLINT(concurrency-mt-unsafe): a demo's fatal error
   }
   return std::move(r).value();
-}
-
-json Deployment(const std::string& name, int replicas) {
-  const json labels = {{"app", name}};
-  return {{"apiVersion", "apps/v1"},
-          {"kind", "Deployment"},
-          {"metadata", {{"name", name}, {"labels", labels}}},
-          {"spec",
-           {{"replicas", replicas},
-            {"selector", {{"matchLabels", labels}}},
-            {"template",
-             {{"metadata", {{"labels", labels}}},
-              {"spec",
-               {{"automountServiceAccountToken", false},
-                {"containers",
-                 json::array({{{"name", "vllm"}, {"image", "vllm/vllm-openai:latest"}}})}}}}}}}};
 }
 
 std::size_t CountPods(Client& client, const std::string& ns, const std::string& selector) {
@@ -127,7 +112,7 @@ int main(int argc, char** argv) {
   }
   const std::string name = "demo-worker";
   const std::string selector = "app=" + name;
-  auto created = client->Create(deployments.Ref(), ns, Deployment(name, 1));
+  auto created = client->Create(deployments.Ref(), ns, eoc::testing::WorkerDeployment(name, 1));
   if (!created && !created.error().IsAlreadyExists()) Must(std::move(created), "create deployment");
   Say("5. Deployment ", ns, "/", name, " with 1 replica");
 

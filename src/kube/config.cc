@@ -15,6 +15,9 @@
 #include <memory>
 #include <string_view>
 
+#include "common/files.h"
+#include "common/text.h"
+#include "kube/credentials.h"
 #include "kube/exec_plugin.h"
 
 namespace eoc::kube {
@@ -256,31 +259,6 @@ std::string ServerUrl(const Field& field) {
   return url;
 }
 
-// Standard base64 with padding, as Go encodes []byte in kubeconfig; line breaks are ignored.
-std::optional<std::string> DecodeBase64(std::string_view text) {
-  std::string compact;
-  for (const char c : text) {
-    if (c != '\n' && c != '\r' && c != ' ' && c != '\t') compact.push_back(c);
-  }
-  constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const std::string_view all(compact);
-  const std::size_t body = std::min(all.find('='), all.size());  // padding only at the end
-  const std::size_t padding = all.size() - body;
-  if (all.size() % 4 != 0 || padding > 2 ||
-      all.substr(0, body).find_first_not_of(kAlphabet) != std::string_view::npos ||
-      all.find_first_not_of('=', body) != std::string_view::npos) {
-    return std::nullopt;
-  }
-  std::string out(compact.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(compact.data()),
-                                static_cast<int>(compact.size()));
-  if (n < 0) return std::nullopt;
-  out.resize(static_cast<std::size_t>(n) - padding);  // EVP_DecodeBlock counts padding as zeros
-  return out;
-}
-
 // OpenSSL objects, freed on scope exit.
 using BioPtr = std::unique_ptr<BIO, decltype(&BIO_free)>;
 using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
@@ -324,7 +302,7 @@ std::optional<Pem> ReadPem(const Field& parent, const std::string& name) {
     parent.Fail("both " + name + " and " + name + "-data given; give one");
   }
   if (!encoded.empty()) {
-    std::optional<std::string> decoded = DecodeBase64(encoded);
+    std::optional<std::string> decoded = Base64Decode(encoded);
     if (!decoded) data.Fail("invalid base64");
     return Pem{std::move(*decoded), data};
   }

@@ -50,4 +50,10 @@ inline constexpr std::chrono::seconds kTokenFileRereadPeriod{60};
 inline constexpr std::chrono::seconds kExecTimeout{60};
 inline constexpr std::size_t kExecMaxOutputBytes = 1 << 20;
 
+// Reads a bearer token file (at most kMaxTokenFileBytes), trimmed of surrounding whitespace as
+// client-go trims it. An empty token is an error: sending "Bearer " would only earn a 401. On
+// failure returns nullopt and sets *error to why.
+inline constexpr std::size_t kMaxTokenFileBytes = std::size_t{1} << 20;
+std::optional<std::string> ReadTokenFile(const std::string& path, std::string* error);
+
 }  // namespace eoc::kube

@@ -1,7 +1,6 @@
 #include "kube/exec_plugin.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -21,6 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/files.h"
+#include "common/rfc3339.h"
+#include "common/text.h"
+
 namespace eoc::kube {
 namespace {
 
@@ -32,8 +35,6 @@ constexpr std::size_t kStderrTailBytes = 4096;
 constexpr std::size_t kReadChunkBytes = std::size_t{64} << 10;
 // The search path when PATH is unset, as execvp uses (confstr(_CS_PATH)).
 constexpr const char* kDefaultSearchPath = "/bin:/usr/bin";
-
-std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 [[noreturn]] void Fail(const ExecConfig& exec, std::string_view what) {
   throw CredentialError("exec plugin \"" + exec.command + "\": " + std::string(what));
@@ -49,33 +50,6 @@ void CheckSpawnSetup(const ExecConfig& exec, int rc) {
                  (ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms") +
                  "; killed it");
 }
-
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 struct Pipe {
   Fd read;
@@ -156,15 +130,6 @@ class SpawnAttributes {
  private:
   posix_spawnattr_t attributes_{};
 };
-
-std::string Base64Encode(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');  // EVP_EncodeBlock adds a NUL
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()),
-                                static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 // KUBERNETES_EXEC_INFO, as client-go writes it (empty cluster fields omitted, as its omitempty).
 std::string ExecInfoJson(const ExecConfig& exec, const ExecClusterInfo& cluster) {
@@ -413,83 +378,7 @@ ExecResult ParseExecCredential(const ExecConfig& exec, const std::string& text) 
   return result;
 }
 
-// The decimal number in s[pos, pos + n), or nullopt when that is not all digits.
-std::optional<int> Digits(std::string_view s, std::size_t pos, std::size_t n) {
-  if (pos + n > s.size()) return std::nullopt;
-  int value = 0;
-  for (const char c : s.substr(pos, n)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
-bool CharAt(std::string_view s, std::size_t pos, std::string_view any_of) {
-  return pos < s.size() && any_of.find(s[pos]) != std::string_view::npos;
-}
-
-// ".123456789" at `*pos` (more digits than nanoseconds are read and ignored); zero when absent.
-std::optional<std::chrono::nanoseconds> ParseFraction(std::string_view s, std::size_t* pos) {
-  if (!CharAt(s, *pos, ".")) return std::chrono::nanoseconds(0);
-  const std::size_t start = ++*pos;
-  std::int64_t nanos = 0;
-  int digits = 0;
-  for (; CharAt(s, *pos, "0123456789"); ++*pos) {
-    if (digits < 9) {
-      nanos = nanos * 10 + (s[*pos] - '0');
-      ++digits;
-    }
-  }
-  if (*pos == start) return std::nullopt;
-  for (; digits < 9; ++digits) nanos *= 10;
-  return std::chrono::nanoseconds(nanos);
-}
-
-// "Z", "+hh:mm" or "-hh:mm" at `pos`, which must end `s`: what to add to local time to get UTC.
-std::optional<std::chrono::minutes> ParseOffset(std::string_view s, std::size_t pos) {
-  if (CharAt(s, pos, "Zz")) {
-    if (pos + 1 != s.size()) return std::nullopt;
-    return std::chrono::minutes(0);
-  }
-  const std::optional<int> hours = Digits(s, pos + 1, 2);
-  const std::optional<int> minutes = Digits(s, pos + 4, 2);
-  if (!CharAt(s, pos, "+-") || !hours || !CharAt(s, pos + 3, ":") || !minutes || *hours > 23 ||
-      *minutes > 59 || pos + 6 != s.size()) {
-    return std::nullopt;
-  }
-  const std::chrono::minutes east = std::chrono::hours(*hours) + std::chrono::minutes(*minutes);
-  return s[pos] == '+' ? -east : east;
-}
-
 }  // namespace
-
-std::optional<std::chrono::system_clock::time_point> ParseRfc3339(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS at fixed positions, then the optional fraction and the offset.
-  const std::optional<int> year = Digits(text, 0, 4);
-  const std::optional<int> month = Digits(text, 5, 2);
-  const std::optional<int> day = Digits(text, 8, 2);
-  const std::optional<int> hour = Digits(text, 11, 2);
-  const std::optional<int> minute = Digits(text, 14, 2);
-  const std::optional<int> second = Digits(text, 17, 2);
-  if (!year || !month || !day || !hour || !minute || !second || !CharAt(text, 4, "-") ||
-      !CharAt(text, 7, "-") || !CharAt(text, 10, "Tt") || !CharAt(text, 13, ":") ||
-      !CharAt(text, 16, ":") || *hour > 23 || *minute > 59 || *second > 59) {
-    return std::nullopt;
-  }
-  std::size_t pos = 19;
-  const std::optional<std::chrono::nanoseconds> fraction = ParseFraction(text, &pos);
-  if (!fraction) return std::nullopt;
-  const std::optional<std::chrono::minutes> to_utc = ParseOffset(text, pos);
-  if (!to_utc) return std::nullopt;
-  const std::chrono::year_month_day date{std::chrono::year(*year),
-                                         std::chrono::month(static_cast<unsigned>(*month)),
-                                         std::chrono::day(static_cast<unsigned>(*day))};
-  if (!date.ok()) return std::nullopt;
-  const auto time = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
-                    std::chrono::minutes(*minute) + std::chrono::seconds(*second) + *fraction +
-                    *to_utc;
-  return std::chrono::time_point_cast<std::chrono::system_clock::duration>(time);
-}
 
 ExecResult RunExecPlugin(const ExecConfig& exec, const ExecClusterInfo& cluster,
                          const ExecLimits& limits) {
@@ -502,75 +391,6 @@ ExecResult RunExecPlugin(const ExecConfig& exec, const ExecClusterInfo& cluster,
   if (!path) FailNotFound(exec);
   const PluginOutput output = RunToCompletion(exec, *path, cluster, limits);
   return ParseExecCredential(exec, output.out);
-}
-
-std::optional<std::string> ReadFileLimited(const std::string& path, std::size_t max_bytes,
-                                           std::string* error) {
-  // O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file.
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
-    *error = ErrnoText(errno);
-    return std::nullopt;
-  }
-  const std::string too_large = "larger than " + std::to_string(max_bytes) + " bytes";
-  if (!S_ISREG(st.st_mode)) {
-    *error = "not a regular file";
-    return std::nullopt;
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    *error = too_large;
-    return std::nullopt;
-  }
-  // Read to end of file rather than st_size bytes, bounded still, as the file may be changing.
-  std::string data;
-  std::vector<char> buffer(kReadChunkBytes);
-  while (data.size() <= max_bytes) {
-    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = ErrnoText(errno);
-      return std::nullopt;
-    }
-    if (n == 0) return data;
-    data.append(buffer.data(), static_cast<std::size_t>(n));
-  }
-  *error = too_large;
-  return std::nullopt;
-}
-
-std::optional<std::string> ReadTokenFile(const std::string& path, std::string* error) {
-  std::optional<std::string> text = ReadFileLimited(path, kMaxTokenFileBytes, error);
-  if (!text) return std::nullopt;
-  const std::string_view token = TrimWhitespace(*text);
-  if (token.empty()) {
-    *error = "the file is empty";
-    return std::nullopt;
-  }
-  return std::string(token);
-}
-
-std::string Quoted(std::string_view value) {
-  constexpr std::size_t kMaxShown = 100;
-  if (value.size() <= kMaxShown) return "\"" + std::string(value) + "\"";
-  return "\"" + std::string(value.substr(0, kMaxShown)) + "\"...";
-}
-
-std::vector<std::string> SplitPathList(std::string_view list) {
-  std::vector<std::string> parts;
-  for (std::size_t start = 0; start <= list.size();) {
-    const std::size_t end = std::min(list.find(':', start), list.size());
-    parts.emplace_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
-std::string_view TrimWhitespace(std::string_view text) {
-  constexpr std::string_view kWhitespace = " \t\r\n\v\f";
-  const std::size_t first = text.find_first_not_of(kWhitespace);
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
 }
 
 }  // namespace eoc::kube

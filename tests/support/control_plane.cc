@@ -5,18 +5,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-#include <stdexcept>
+
+#include "files.h"
 
 namespace eoc::testing {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 const ControlPlane* ControlPlane::Find() {
   static const ControlPlane* plane = []() -> const ControlPlane* {

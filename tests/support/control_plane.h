@@ -2,8 +2,9 @@
 // variables of DIR/env, found through $EOC_KUBE_ENV (set by CTest for tests that require the
 // `control_plane` fixture).
 //
-//   const auto& plane = eoc::testing::ControlPlane::Get();   // skips the test when absent
-//   auto client = eoc::kube::Client::Create(plane.AdminConfig(), {});
+//   const auto* plane = eoc::testing::ControlPlane::Find();
+//   if (plane == nullptr) GTEST_SKIP() << "no control plane";
+//   auto client = eoc::kube::Client::Create(plane->AdminConfig(), {});
 #pragma once
 
 #include <map>
@@ -33,15 +34,7 @@ class ControlPlane {
   std::map<std::string, std::string> vars_;
 };
 
-// Reads a whole file; throws std::runtime_error naming it when it cannot.
-std::string ReadFile(const std::string& path);
-
 // A namespace name unique to this process and call, for tests that share one control plane.
 std::string UniqueName(const std::string& prefix);
 
 }  // namespace eoc::testing
-
-// Skips the current test when no control plane is configured (a plain `ctest -L unit` run).
-#define EOC_REQUIRE_CONTROL_PLANE(plane)                                            \
-  const ::eoc::testing::ControlPlane* plane = ::eoc::testing::ControlPlane::Find(); \
-  if ((plane) == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane"

@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "control_plane.h"
+#include "files.h"
 #include "kube/config.h"
 #include "kube/discovery.h"
+#include "manifests.h"
 
 namespace eoc::kube {
 namespace {
@@ -145,24 +147,8 @@ TEST_F(KubeClientTest, StaleUpdateIsConflict) {
   EXPECT_THAT(conflict.error().message, HasSubstr("the object has been modified"));
 }
 
-json Deployment(const std::string& name, int replicas) {
-  const json labels = {{"app", name}};
-  return {{"apiVersion", "apps/v1"},
-          {"kind", "Deployment"},
-          {"metadata", {{"name", name}}},
-          {"spec",
-           {{"replicas", replicas},
-            {"selector", {{"matchLabels", labels}}},
-            {"template",
-             {{"metadata", {{"labels", labels}}},
-              {"spec",
-               {{"automountServiceAccountToken", false},
-                {"containers",
-                 json::array({{{"name", "worker"}, {"image", "vllm/vllm-openai"}}})}}}}}}}};
-}
-
 TEST_F(KubeClientTest, ScaleSubresourceDrivesTheControllerManager) {
-  ASSERT_OK(client_->Create(resources::kDeployments, ns_, Deployment("web", 1)));
+  ASSERT_OK(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("web", 1)));
 
   Discovery discovery(*client_);
   auto res = discovery.ResourceFor("apps/v1", "Deployment");
@@ -227,7 +213,7 @@ TEST_F(KubeClientTest, UnknownTokenIs401) {
 
 TEST_F(KubeClientTest, TlsFailsAgainstAWrongCa) {
   RestConfig cfg = plane_->AdminConfig();
-  cfg.ca_pem = testing::ReadFile(plane_->Var("EOC_KUBE_WRONG_CA"));
+  cfg.ca_pem = eoc::testing::ReadFile(plane_->Var("EOC_KUBE_WRONG_CA"));
   auto r = Client::Create(cfg, Fast())->GetPath("/api");
   ASSERT_FALSE(r);
   EXPECT_TRUE(r.error().IsTransport());

@@ -24,7 +24,7 @@ class ClientTest : public ::testing::Test {
                                        [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
   }
 
-  void MakeClient(ClientOptions options) {
+  void MakeClient(const ClientOptions& options) {
     auto t = std::make_unique<FakeTransport>();
     transport_ = t.get();
     client_ = std::make_unique<Client>(std::move(t), options, clock_,

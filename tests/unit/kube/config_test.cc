@@ -9,10 +9,14 @@
 #include <map>
 #include <sstream>
 
+#include "files.h"
+
 namespace eoc::kube {
 namespace {
 
 namespace fs = std::filesystem;
+using eoc::testing::ReadFile;
+using eoc::testing::TempDir;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -24,42 +28,7 @@ const std::string kTestdata = EOC_TESTDATA_DIR;
 const std::string kKubeconfig = kTestdata + "/kubeconfig.yaml";
 const std::string kOtherKubeconfig = kTestdata + "/other/kubeconfig.yaml";
 
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(kTestdata + "/" + name, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A fresh folder, removed with everything in it when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "eoc-config-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-
-  std::string Path(const std::string& name) const { return (path_ / name).string(); }
-
-  // Writes `content` to `name` (folders created as needed) and returns its path.
-  std::string Write(const std::string& name, std::string_view content) const {
-    const fs::path file = path_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream out(file, std::ios::binary);
-    out << content;
-    return file.string();
-  }
-
- private:
-  fs::path path_;
-};
+std::string ReadTestdata(const std::string& name) { return ReadFile(kTestdata + "/" + name); }
 
 GetEnv EnvOf(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {

@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/rfc3339.h"
+#include "files.h"
 #include "kube/exec_plugin.h"
 
 namespace eoc::kube {
 namespace {
 
 namespace fs = std::filesystem;
+using eoc::testing::ReadFile;
+using eoc::testing::TempDir;
 using std::chrono::seconds;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -30,40 +34,6 @@ const std::string kTestdata = EOC_TESTDATA_DIR;
 const std::string kPlugin = kTestdata + "/exec_plugin.sh";
 constexpr const char* kV1 = "client.authentication.k8s.io/v1";
 constexpr const char* kV1beta1 = "client.authentication.k8s.io/v1beta1";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A fresh folder, removed with everything in it when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "eoc-credentials-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-
-  std::string Path(const std::string& name) const { return (path_ / name).string(); }
-
-  std::string Write(const std::string& name, std::string_view content) const {
-    std::ofstream out(path_ / name, std::ios::binary);
-    out << content;
-    return Path(name);
-  }
-
- private:
-  fs::path path_;
-};
 
 std::chrono::system_clock::time_point Utc(std::string_view rfc3339) {
   const auto t = ParseRfc3339(rfc3339);
@@ -445,45 +415,6 @@ TEST(ExecPluginTest, LeaksNoDescriptors) {
   limits.timeout = std::chrono::milliseconds(100);
   RunError(Plugin({"hang"}), limits);
   EXPECT_EQ(OpenDescriptors(), before);
-}
-
-// --- Helpers ------------------------------------------------------------------------------------
-
-TEST(ExecRfc3339Test, AcceptsKubernetesTimes) {
-  using std::chrono::sys_days;
-  using namespace std::chrono_literals;
-  const auto base = sys_days{std::chrono::year{2026} / 11 / 30} + 10h;
-  EXPECT_EQ(ParseRfc3339("2026-11-30T10:00:00Z"), base);
-  EXPECT_EQ(ParseRfc3339("2026-11-30t10:00:00z"), base);
-  EXPECT_EQ(ParseRfc3339("2026-11-30T10:00:00.123456789Z"), base + 123456789ns);
-  EXPECT_EQ(ParseRfc3339("2026-11-30T10:00:00.1234567891Z"), base + 123456789ns);
-  EXPECT_EQ(ParseRfc3339("2026-11-30T11:30:00+01:30"), base);
-  EXPECT_EQ(ParseRfc3339("2026-11-30T05:00:00-05:00"), base);
-  EXPECT_EQ(ParseRfc3339("2024-02-29T00:00:00Z"), sys_days{std::chrono::year{2024} / 2 / 29});
-}
-
-TEST(ExecRfc3339Test, RejectsOthers) {
-  for (const char* bad :
-       {"", "2026-11-30", "2026-11-30T10:00:00", "2026-11-30 10:00:00Z", "2026-13-01T00:00:00Z",
-        "2025-02-29T00:00:00Z", "2026-11-30T24:00:00Z", "2026-11-30T10:60:00Z",
-        "2026-11-30T10:00:00.Z", "2026-11-30T10:00:00+1:00", "2026-11-30T10:00:00Zjunk",
-        "2026-11-30T10:00:00+01:00junk", "tomorrow", "2026-11-30T10:00:00+24:00"}) {
-    EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
-  }
-}
-
-TEST(ExecFileTest, ReadFileLimitedAndTrim) {
-  const TempDir dir;
-  std::string error;
-  EXPECT_EQ(ReadFileLimited(dir.Write("f", "12345"), 5, &error), "12345");
-  EXPECT_FALSE(ReadFileLimited(dir.Path("f"), 4, &error).has_value());
-  EXPECT_EQ(error, "larger than 4 bytes");
-  EXPECT_FALSE(ReadFileLimited(dir.Path("missing"), 4, &error).has_value());
-  EXPECT_EQ(error, "No such file or directory");
-  EXPECT_FALSE(ReadFileLimited("/dev/null", 4, &error).has_value());
-  EXPECT_EQ(error, "not a regular file");
-  EXPECT_EQ(TrimWhitespace(" \t a b \r\n"), "a b");
-  EXPECT_EQ(TrimWhitespace(" \n"), "");
 }
 
 }  // namespace

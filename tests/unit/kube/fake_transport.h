@@ -70,7 +70,7 @@ class FakeTransport final : public Transport {
     if (answers_.empty()) throw TransportError(kReasonTransport, "no scripted answer");
     Answer a = std::move(answers_.front());
     answers_.pop_front();
-    if (a.error) throw *a.error;
+    if (a.error) throw TransportError(*a.error);
     return a;
   }
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,8 +31,10 @@ class LocalHttpServer {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = 0;
-    bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(listen_fd_, 16);
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(listen_fd_, 16) != 0) {
+      throw std::runtime_error("LocalHttpServer: cannot listen on 127.0.0.1");
+    }
     socklen_t len = sizeof(addr);
     getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);

@@ -20,7 +20,7 @@ std::shared_ptr<CredentialSource> Credentials(const RestConfig& cfg) {
   return MakeCredentialSource(cfg, RealClock());
 }
 
-std::unique_ptr<Transport> MakeTransport(const std::string& url, TransportOptions o = {}) {
+std::unique_ptr<Transport> MakeTransport(const std::string& url, const TransportOptions& o = {}) {
   RestConfig cfg;
   cfg.server = url;
   cfg.token = "t0k3n";

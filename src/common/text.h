@@ -1,0 +1,33 @@
+// Small text helpers shared by the modules: trimming, list splitting, quoting values in error
+// messages, and base64.
+//
+//   eoc::TrimWhitespace("  token\n")          // "token"
+//   eoc::SplitPathList("a::b")                // {"a", "", "b"}
+//   "server " + eoc::Quoted(value) + " is not a URL"
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace eoc {
+
+// `value` in double quotes for an error message, cut short after 100 bytes: values come from files
+// and plugins, and may be megabytes long.
+std::string Quoted(std::string_view value);
+
+// A colon-separated list ($PATH, $KUBECONFIG) split into its entries, empty ones included
+// ("a::b" gives "a", "", "b"; "" gives one empty entry), as each list gives those its own meaning.
+std::vector<std::string> SplitPathList(std::string_view list);
+
+// `text` without leading and trailing ASCII whitespace.
+std::string_view TrimWhitespace(std::string_view text);
+
+// Standard base64 with padding.
+std::string Base64Encode(std::string_view data);
+// Standard base64 with padding, as Go encodes []byte; line breaks and spaces are ignored. nullopt
+// for anything else.
+std::optional<std::string> Base64Decode(std::string_view text);
+
+}  // namespace eoc

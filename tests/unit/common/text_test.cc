@@ -1,0 +1,45 @@
+#include "common/text.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace eoc {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(TrimWhitespace, BothEnds) {
+  EXPECT_EQ(TrimWhitespace(" \t a b \r\n"), "a b");
+  EXPECT_EQ(TrimWhitespace(" \n"), "");
+  EXPECT_EQ(TrimWhitespace("x"), "x");
+}
+
+TEST(SplitPathList, KeepsEmptyEntries) {
+  EXPECT_THAT(SplitPathList("a::b"), ElementsAre("a", "", "b"));
+  EXPECT_THAT(SplitPathList(""), ElementsAre(""));
+  EXPECT_THAT(SplitPathList("/x/y:"), ElementsAre("/x/y", ""));
+}
+
+TEST(Quoted, CutsLongValues) {
+  EXPECT_EQ(Quoted("prod"), "\"prod\"");
+  const std::string shown = Quoted(std::string(1000, 'a'));
+  EXPECT_EQ(shown, "\"" + std::string(100, 'a') + "\"...");
+}
+
+TEST(Base64, RoundTripsAndRefusesGarbage) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+    EXPECT_EQ(Base64Decode(Base64Encode(s)), s);
+  }
+  EXPECT_EQ(Base64Encode("hello"), "aGVsbG8=");
+  EXPECT_EQ(Base64Decode("aGVs\nbG8="), "hello");      // line breaks, as PEM-ish data has
+  EXPECT_FALSE(Base64Decode("aGVsbG8").has_value());   // missing padding
+  EXPECT_FALSE(Base64Decode("aGV=bG8=").has_value());  // padding in the middle
+  EXPECT_FALSE(Base64Decode("aGVsbG8*").has_value());
+  EXPECT_FALSE(Base64Decode("a===").has_value());
+}
+
+}  // namespace
+}  // namespace eoc
