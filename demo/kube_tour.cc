@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   std::string ns = "eoc-demo";
   int replicas = 3;
   bool keep = false;
+  eoc::kube::ClientOptions client_options;
   app.add_option("--kubeconfig", load.kubeconfig,
                  "kubeconfig file (default: $KUBECONFIG, "
                  "in-cluster, ~/.kube/config)");
@@ -73,6 +74,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 50))
       ->capture_default_str();
   app.add_flag("--keep", keep, "leave the namespace and Deployment in place");
+  app.add_option("--kube-api-qps", client_options.qps, "client-side limit on API calls per second")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--kube-api-burst", client_options.burst, "burst of API calls above the QPS limit")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   eoc::kube::RestConfig config;
@@ -89,7 +96,7 @@ int main(int argc, char** argv) {
                                                        : "none";
   Say("1. config: server ", config.server, " (from ", config.source, "), auth: ", auth,
       ", CA: ", config.ca_pem.empty() ? "system roots" : "cluster CA");
-  auto client = Client::Create(config, {});
+  auto client = Client::Create(config, client_options);
 
   const json version = Must(client->GetPath("/version"), "GET /version");
   Say("2. API server ", version.value("gitVersion", "?"), " (", version.value("platform", "?"),
