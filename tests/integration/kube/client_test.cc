@@ -175,6 +175,42 @@ TEST_F(KubeClientTest, ScaleSubresourceDrivesTheControllerManager) {
   EXPECT_EQ(scale->selector, "app=web");
 }
 
+TEST_F(KubeClientTest, StatusSubresourceIsWrittenApartFromTheObject) {
+  const json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "worker-0"}}},
+      {"spec",
+       {{"automountServiceAccountToken", false},
+        {"containers", json::array({{{"name", "vllm"}, {"image", "vllm/vllm-openai"}}})}}}};
+  ASSERT_OK(client_->Create(resources::kPods, ns_, pod));
+
+  // What a kubelet (and later our node agent) reports: only /status takes it.
+  auto patched =
+      client_->Patch(resources::kPods, ns_, "worker-0", PatchType::kMerge,
+                     {{"status", {{"phase", "Running"}, {"podIP", "127.0.0.7"}}}}, "status");
+  ASSERT_OK(patched);
+  EXPECT_EQ((*patched)["status"]["podIP"], "127.0.0.7");
+
+  // A write to the object itself leaves status alone.
+  auto got = client_->Get(resources::kPods, ns_, "worker-0");
+  ASSERT_OK(got);
+  json changed = *got;
+  changed["metadata"]["labels"] = {{"role", "worker"}};
+  changed["status"]["podIP"] = "127.0.0.99";
+  auto updated = client_->Update(resources::kPods, ns_, changed);
+  ASSERT_OK(updated);
+  EXPECT_EQ((*updated)["metadata"]["labels"]["role"], "worker");
+  EXPECT_EQ((*updated)["status"]["podIP"], "127.0.0.7");
+
+  // And an update through /status with the object's resourceVersion is conditional too.
+  json stale = *got;
+  stale["status"]["phase"] = "Failed";
+  auto conflict = client_->Update(resources::kPods, ns_, stale, "status");
+  ASSERT_FALSE(conflict);
+  EXPECT_TRUE(conflict.error().IsConflict());
+}
+
 TEST_F(KubeClientTest, DiscoveryKnowsWhatScales) {
   Discovery discovery(*client_);
   auto pods = discovery.ResourceFor("v1", "Pod");
