@@ -84,6 +84,18 @@ std::string ResourceRef::ObjectPath(const std::string& ns, const std::string& na
   return path;
 }
 
+std::string ObjectKey(const json& object) {
+  const json* m = Find(object, "metadata");
+  if (m == nullptr) return "";
+  const json* name = Find(*m, "name");
+  if (name == nullptr || !name->is_string()) return "";
+  const json* ns = Find(*m, "namespace");
+  if (ns == nullptr || !ns->is_string() || ns->get_ref<const std::string&>().empty()) {
+    return name->get<std::string>();
+  }
+  return ns->get<std::string>() + "/" + name->get<std::string>();
+}
+
 ObjectMeta ParseObjectMeta(const json& object) {
   const json* m = Find(object, "metadata");
   if (m == nullptr || !m->is_object()) throw MappingError("metadata: missing");

@@ -68,6 +68,10 @@ struct ObjectMeta {
 // namespaces) and query values (selectors) alike.
 std::string PercentEncode(const std::string& value);
 
+// "namespace/name", or "name" for cluster-scoped objects: an object's key in caches and work
+// queues, as client-go's. "" when the object has no name.
+std::string ObjectKey(const nlohmann::json& object);
+
 // Reads `metadata` of an object; a missing metadata or name is an error.
 ObjectMeta ParseObjectMeta(const nlohmann::json& object);
 

@@ -1,0 +1,199 @@
+// An informer: a reflector feeding a local cache of compact typed views, with handlers called on
+// every change, and a synced state once the first list is in. The cache holds what the operator
+// reads of each object (a View made by `to_view`), never the whole JSON document.
+//
+//   Informer<PodView> pods(client, {.resource = resources::kPods}, ToPodView, clock);
+//   pods.AddHandlers({.on_add = [](const PodView& p) { ... }});
+//   pods.Start();
+//   pods.WaitForSync(std::chrono::seconds(30));
+//   for (const auto& pod : pods.List()) { ... }
+//   pods.Stop();
+//
+// Handlers run on the informer's thread, after the cache has changed, one at a time; they must
+// not block for long. Objects `to_view` refuses (MappingError) are left out and counted.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "kube/reflector.h"
+
+namespace eoc::kube {
+
+template <class View>
+class Informer final : public ReflectorSink {
+ public:
+  using ViewFn = std::function<View(const nlohmann::json&)>;
+  struct Handlers {
+    std::function<void(const View&)> on_add;
+    std::function<void(const View& old_view, const View& new_view)> on_update;
+    std::function<void(const View&)> on_delete;
+  };
+
+  Informer(Client& client, ReflectorOptions options, ViewFn to_view, const Clock& clock)
+      : to_view_(std::move(to_view)), reflector_(client, std::move(options), *this, clock) {}
+  ~Informer() override { Stop(); }
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+  Informer(Informer&&) = delete;
+  Informer& operator=(Informer&&) = delete;
+
+  // Before Start() only.
+  void AddHandlers(Handlers handlers) { handlers_.push_back(std::move(handlers)); }
+
+  void Start() {
+    thread_ = std::thread([this] { reflector_.Run(); });
+  }
+  void Stop() {
+    reflector_.Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  bool HasSynced() const { return synced_.load(); }
+  // Waits until the first list is in the cache; false on timeout.
+  bool WaitForSync(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(sync_mu_);
+    return sync_cv_.wait_for(lock, timeout, [this] { return synced_.load(); });
+  }
+
+  std::shared_ptr<const View> Get(const std::string& key) const {
+    const std::shared_lock lock(mu_);
+    const auto it = items_.find(key);
+    return it == items_.end() ? nullptr : it->second.view;
+  }
+  std::vector<std::shared_ptr<const View>> List() const {
+    const std::shared_lock lock(mu_);
+    std::vector<std::shared_ptr<const View>> out;
+    out.reserve(items_.size());
+    for (const auto& [key, entry] : items_) out.push_back(entry.view);
+    return out;
+  }
+  std::size_t Size() const {
+    const std::shared_lock lock(mu_);
+    return items_.size();
+  }
+  // Every cached key with its object's resourceVersion: to compare the cache with the server.
+  std::map<std::string, std::string> ResourceVersions() const {
+    const std::shared_lock lock(mu_);
+    std::map<std::string, std::string> out;
+    for (const auto& [key, entry] : items_) out.emplace(key, entry.resource_version);
+    return out;
+  }
+  std::string LastResourceVersion() const { return reflector_.LastResourceVersion(); }
+  // Objects left out because `to_view` refused them.
+  std::size_t Invalid() const { return invalid_.load(); }
+
+  // ReflectorSink: called by the reflector's thread.
+  void Replace(std::vector<nlohmann::json>&& items, const std::string& /*rv*/) override {
+    Map next;
+    next.reserve(items.size());
+    for (auto& item : items) {
+      if (auto entry = Make(item)) next.emplace(ObjectKey(item), std::move(*entry));
+    }
+    {
+      const std::unique_lock lock(mu_);
+      items_.swap(next);
+    }
+    const Map& previous = next;  // after the swap
+    // Only this thread writes items_, so it may read it without the lock.
+    for (const auto& [key, entry] : items_) {
+      const auto old = previous.find(key);
+      if (old == previous.end()) {
+        Notify([&](const Handlers& h) { Call(h.on_add, *entry.view); });
+      } else if (old->second.resource_version != entry.resource_version) {
+        Notify([&](const Handlers& h) { Call(h.on_update, *old->second.view, *entry.view); });
+      }
+    }
+    // What the new list lacks was deleted while we were not watching.
+    for (const auto& [key, entry] : previous) {
+      if (items_.find(key) == items_.end()) {
+        Notify([&](const Handlers& h) { Call(h.on_delete, *entry.view); });
+      }
+    }
+    if (!synced_.exchange(true)) {
+      const std::lock_guard lock(sync_mu_);
+      sync_cv_.notify_all();
+    }
+  }
+
+  void Apply(WatchEventType type, nlohmann::json&& object) override {
+    const std::string key = ObjectKey(object);
+    if (type == WatchEventType::kDeleted) {
+      Entry gone;
+      {
+        const std::unique_lock lock(mu_);
+        const auto it = items_.find(key);
+        if (it == items_.end()) return;
+        gone = std::move(it->second);
+        items_.erase(it);
+      }
+      Notify([&](const Handlers& h) { Call(h.on_delete, *gone.view); });
+      return;
+    }
+    auto entry = Make(object);
+    if (!entry) return;
+    Entry old;
+    {
+      const std::unique_lock lock(mu_);
+      auto& slot = items_[key];
+      old = std::move(slot);
+      slot = *entry;
+    }
+    if (old.view == nullptr) {
+      Notify([&](const Handlers& h) { Call(h.on_add, *entry->view); });
+    } else {
+      Notify([&](const Handlers& h) { Call(h.on_update, *old.view, *entry->view); });
+    }
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const View> view;
+    std::string resource_version;
+  };
+  using Map = std::unordered_map<std::string, Entry>;
+
+  std::optional<Entry> Make(const nlohmann::json& object) {
+    try {
+      const auto& meta = object.at("metadata");
+      return Entry{std::make_shared<const View>(to_view_(object)),
+                   meta.value("resourceVersion", std::string())};
+    } catch (const std::exception&) {  // MappingError, or a document without metadata
+      ++invalid_;
+      return std::nullopt;
+    }
+  }
+
+  template <class F>
+  void Notify(F&& f) {
+    for (const auto& h : handlers_) f(h);
+  }
+  template <class Fn, class... Args>
+  static void Call(const Fn& fn, const Args&... args) {
+    if (fn) fn(args...);
+  }
+
+  ViewFn to_view_;
+  std::vector<Handlers> handlers_;
+  mutable std::shared_mutex mu_;
+  Map items_;  // guarded by mu_
+  std::atomic<bool> synced_{false};
+  std::atomic<std::size_t> invalid_{0};
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  Reflector reflector_;  // last: stopped and destroyed first
+  std::thread thread_;
+};
+
+}  // namespace eoc::kube

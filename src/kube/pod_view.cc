@@ -1,0 +1,104 @@
+#include "kube/pod_view.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "kube/types.h"
+
+namespace eoc::kube {
+namespace {
+
+using nlohmann::json;
+
+const json* Member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string Text(const json& object, const char* key) {
+  const json* v = Member(object, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+StringPairs Sorted(const std::map<std::string, std::string>& map, std::string_view keep_prefix) {
+  StringPairs out;
+  for (const auto& [k, v] : map) {
+    if (k.starts_with(keep_prefix)) out.emplace_back(k, v);
+  }
+  out.shrink_to_fit();
+  return out;
+}
+
+bool IsExtended(std::string_view resource) {
+  return resource != "cpu" && resource != "memory" && resource != "ephemeral-storage" &&
+         !resource.starts_with("hugepages-");
+}
+
+// Extended resources are whole numbers ("1", "8"); anything else counts as one unit.
+std::int64_t Units(const json& quantity) {
+  if (quantity.is_number_integer()) return quantity.get<std::int64_t>();
+  if (!quantity.is_string()) return 1;
+  const auto& s = quantity.get_ref<const std::string&>();
+  std::int64_t n = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  return ec == std::errc() && ptr == s.data() + s.size() ? n : 1;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> ExtendedRequests(const json& spec) {
+  std::map<std::string, std::int64_t> sum;
+  const json* containers = Member(spec, "containers");
+  if (containers == nullptr || !containers->is_array()) return {};
+  for (const auto& c : *containers) {
+    const json* resources = Member(c, "resources");
+    const json* requests = resources == nullptr ? nullptr : Member(*resources, "requests");
+    const json* limits = resources == nullptr ? nullptr : Member(*resources, "limits");
+    // Extended resources may be given as limits only; requests then default to them.
+    const json* source = requests != nullptr ? requests : limits;
+    if (source == nullptr || !source->is_object()) continue;
+    for (const auto& [name, quantity] : source->items()) {
+      if (IsExtended(name)) sum[name] += Units(quantity);
+    }
+  }
+  return {sum.begin(), sum.end()};
+}
+
+bool IsReady(const json& status) {
+  const json* conditions = Member(status, "conditions");
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  return std::any_of(conditions->begin(), conditions->end(), [](const json& c) {
+    return Text(c, "type") == "Ready" && Text(c, "status") == "True";
+  });
+}
+
+}  // namespace
+
+const std::string* Lookup(const StringPairs& pairs, std::string_view key) {
+  const auto it = std::lower_bound(pairs.begin(), pairs.end(), key,
+                                   [](const auto& p, std::string_view k) { return p.first < k; });
+  return it != pairs.end() && it->first == key ? &it->second : nullptr;
+}
+
+PodView ToPodView(const json& pod) {
+  ObjectMeta meta = ParseObjectMeta(pod);
+  PodView view;
+  view.ns = std::move(meta.ns);
+  view.name = std::move(meta.name);
+  view.uid = std::move(meta.uid);
+  view.labels = Sorted(meta.labels, "");
+  view.annotations = Sorted(meta.annotations, kKeptAnnotationPrefix);
+  view.deletion_timestamp = meta.deletion_timestamp.value_or("");
+  if (const json* spec = Member(pod, "spec"); spec != nullptr) {
+    view.node_name = Text(*spec, "nodeName");
+    view.extended_requests = ExtendedRequests(*spec);
+  }
+  if (const json* status = Member(pod, "status"); status != nullptr) {
+    view.pod_ip = Text(*status, "podIP");
+    view.phase = Text(*status, "phase");
+    view.ready = IsReady(*status);
+  }
+  return view;
+}
+
+}  // namespace eoc::kube

@@ -1,0 +1,46 @@
+// The compact view of a Pod that informers keep: what the operator reads of a worker pod, and
+// nothing else (no spec, no managedFields, no last-applied-configuration annotation).
+//
+//   Informer<PodView> pods(client, {.resource = resources::kPods}, ToPodView, clock);
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace eoc::kube {
+
+// Sorted by key: smaller than a std::map for the handful of entries a pod carries.
+using StringPairs = std::vector<std::pair<std::string, std::string>>;
+
+// The value for `key`, or nullptr.
+const std::string* Lookup(const StringPairs& pairs, std::string_view key);
+
+// Annotations kept in a PodView: those of this prefix only (the operator's own).
+inline constexpr std::string_view kKeptAnnotationPrefix = "eoc.dev/";
+
+struct PodView {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  StringPairs labels;
+  StringPairs annotations;  // only eoc.dev/*
+  std::string node_name;
+  std::string pod_ip;
+  std::string phase;
+  bool ready = false;              // the Ready condition is True
+  std::string deletion_timestamp;  // "" unless terminating
+  // Requests of extended resources (nvidia.com/gpu, amd.com/gpu, google.com/tpu, ...), summed
+  // over the containers, as whole units; cpu, memory and storage are not kept.
+  std::vector<std::pair<std::string, std::int64_t>> extended_requests;
+
+  bool terminating() const { return !deletion_timestamp.empty(); }
+};
+
+// Throws MappingError naming the field when the document is not a Pod of the expected shape.
+PodView ToPodView(const nlohmann::json& pod);
+
+}  // namespace eoc::kube

@@ -1,0 +1,172 @@
+// The informer through disruptions, on a control plane of its own: an API server without the watch
+// cache (so that a watch from a compacted version answers 410 Expired), restarted by one test.
+// CTest runs these tests one at a time (RESOURCE_LOCK).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+#include "control_plane.h"
+#include "informer_support.h"
+#include "kube/informer.h"
+#include "kube/pod_view.h"
+
+namespace eoc::kube {
+namespace {
+
+using nlohmann::json;
+using testing::ControlPlane;
+using testing::UniqueName;
+
+#define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
+
+// Runs a shell command; returns its standard output, or fails the test.
+std::string Shell(const std::string& command) {
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int rc = pclose(p);
+  EXPECT_EQ(rc, 0) << command << "\n" << out;
+  return out;
+}
+
+// Compacts etcd's history up to its current revision: older versions are gone for good.
+void CompactEtcd(const ControlPlane& plane) {
+  const std::string etcd = "ETCDCTL_API=3 etcdctl --endpoints=" + plane.Var("EOC_KUBE_ETCD");
+  const json status = json::parse(Shell(etcd + " endpoint status -w json"));
+  const auto revision = status.at(0).at("Status").at("header").at("revision").get<std::int64_t>();
+  Shell(etcd + " compact " + std::to_string(revision));
+}
+
+// Holds the reflector between two watches while a test changes the world behind its back.
+class Gate {
+ public:
+  // Before each watch: if closed, say so and wait until opened.
+  void Pass() {
+    std::unique_lock lock(mu_);
+    if (open_) return;
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
+    held_ = false;
+  }
+  void Close() {
+    const std::lock_guard lock(mu_);
+    open_ = false;
+  }
+  bool WaitHeld(std::chrono::seconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [this] { return held_; });
+  }
+  void Open() {
+    const std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  bool held_ = false;
+};
+
+class DisruptionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plane_ = ControlPlane::Find();
+    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
+    ASSERT_EQ(plane_->Var("EOC_KUBE_WATCH_CACHE"), "false");
+    ClientOptions o;
+    o.qps = 200;
+    o.burst = 200;
+    client_ = Client::Create(plane_->AdminConfig(), o);
+    ns_ = UniqueName("dis");
+    ASSERT_OK(client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", ns_}}}}));
+  }
+  void TearDown() override {
+    if (client_) (void)client_->Delete(resources::kNamespaces, "", ns_);
+  }
+
+  const ControlPlane* plane_ = nullptr;
+  std::unique_ptr<Client> client_;
+  std::string ns_;
+};
+
+TEST_F(DisruptionTest, GoneWatchRelistsWithNoMissedAndNoPhantomObjects) {
+  for (const char* name : {"keep", "doomed", "changed"}) {
+    ASSERT_OK(client_->Create(resources::kPods, ns_, testing::Pod(name)));
+  }
+  Gate gate;
+  testing::CountingMetrics metrics;
+  testing::EventLog log;
+  ReflectorOptions o{.resource = resources::kPods, .ns = ns_};
+  o.min_watch_timeout = o.max_watch_timeout = std::chrono::seconds(2);
+  o.metrics = &metrics;
+  o.before_watch = [&gate] { gate.Pass(); };
+  Informer<PodView> pods(*client_, o, ToPodView, RealClock());
+  pods.AddHandlers(log.Handlers());
+  pods.Start();
+  ASSERT_TRUE(pods.WaitForSync(std::chrono::seconds(30)));
+
+  // Hold the informer after its current watch ends, so that it has no watch...
+  gate.Close();
+  ASSERT_TRUE(gate.WaitHeld(std::chrono::seconds(30)));
+  const int lists_before = metrics.lists.load();
+  // ...while objects come, change and go, and etcd forgets the versions in between.
+  ASSERT_OK(client_->Create(resources::kPods, ns_, testing::Pod("born-in-gap")));
+  ASSERT_OK(client_->Patch(resources::kPods, ns_, "changed", PatchType::kMerge,
+                           {{"status", {{"podIP", "127.0.0.5"}}}}, "status"));
+  ASSERT_OK(client_->Delete(resources::kPods, ns_, "doomed", {.grace_period_seconds = 0}));
+  ASSERT_OK(client_->Create(resources::kPods, ns_, testing::Pod("short-lived")));
+  ASSERT_OK(client_->Delete(resources::kPods, ns_, "short-lived", {.grace_period_seconds = 0}));
+  CompactEtcd(*plane_);
+  gate.Open();
+
+  // It resumes from its old version, is told 410 Expired, relists, and converges.
+  ASSERT_TRUE(testing::Eventually([&] {
+    return pods.ResourceVersions() == testing::ServerVersions(*client_, ns_) &&
+           pods.Get(ns_ + "/born-in-gap") != nullptr;
+  }));
+  EXPECT_GE(metrics.error_events.load() + metrics.gone.load(), 1);
+  EXPECT_GT(metrics.lists.load(), lists_before);
+  EXPECT_EQ(pods.Get(ns_ + "/doomed"), nullptr);
+  EXPECT_EQ(pods.Get(ns_ + "/short-lived"), nullptr);
+  EXPECT_EQ(pods.Get(ns_ + "/changed")->pod_ip, "127.0.0.5");
+  EXPECT_TRUE(log.Saw("delete", "doomed"));
+  EXPECT_TRUE(log.Saw("add", "born-in-gap"));
+  EXPECT_TRUE(log.Saw("update", "changed"));
+  EXPECT_FALSE(log.Saw("add", "short-lived"));  // never seen, so never reported
+  pods.Stop();
+}
+
+TEST_F(DisruptionTest, InformerResumesAfterTheApiServerIsKilledAndRestarted) {
+  ASSERT_OK(client_->Create(resources::kPods, ns_, testing::Pod("before")));
+  testing::EventLog log;
+  ReflectorOptions o{.resource = resources::kPods, .ns = ns_};
+  o.max_backoff = std::chrono::seconds(2);  // retry often while the server is away
+  Informer<PodView> pods(*client_, o, ToPodView, RealClock());
+  pods.AddHandlers(log.Handlers());
+  pods.Start();
+  ASSERT_TRUE(pods.WaitForSync(std::chrono::seconds(30)));
+
+  Shell(std::string(EOC_CONTROL_PLANE) + " restart-apiserver " + plane_->dir() + " 2>&1");
+  ASSERT_OK(client_->Create(resources::kPods, ns_, testing::Pod("after")));
+  ASSERT_OK(client_->Delete(resources::kPods, ns_, "before", {.grace_period_seconds = 0}));
+
+  ASSERT_TRUE(testing::Eventually([&] {
+    return pods.ResourceVersions() == testing::ServerVersions(*client_, ns_) &&
+           pods.Get(ns_ + "/after") != nullptr;
+  }));
+  EXPECT_EQ(pods.Get(ns_ + "/before"), nullptr);
+  EXPECT_TRUE(log.Saw("delete", "before"));
+  EXPECT_TRUE(log.Saw("add", "after"));
+  pods.Stop();
+}
+
+}  // namespace
+}  // namespace eoc::kube

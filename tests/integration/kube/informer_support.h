@@ -1,0 +1,91 @@
+// Helpers for informer integration tests.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/pod_view.h"
+
+namespace eoc::testing {
+
+// A bare pod: without a scheduler it stays Pending, which is all an informer needs.
+inline nlohmann::json Pod(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"labels", {{"app", "informer-test"}}}}},
+          {"spec",
+           {{"automountServiceAccountToken", false},
+            {"containers", nlohmann::json::array({{{"name", "w"}, {"image", "w"}}})}}}};
+}
+
+// Polls `done` until it is true or `limit` passes.
+inline bool Eventually(const std::function<bool()>& done,
+                       std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+// What the handlers saw, as "add name", "update name", "delete name".
+class EventLog {
+ public:
+  kube::Informer<kube::PodView>::Handlers Handlers() {
+    return {.on_add = [this](const kube::PodView& p) { Push("add", p.name); },
+            .on_update = [this](const kube::PodView&,
+                                const kube::PodView& p) { Push("update", p.name); },
+            .on_delete = [this](const kube::PodView& p) { Push("delete", p.name); }};
+  }
+  bool Saw(const std::string& what, const std::string& name) const {
+    const std::lock_guard lock(mu_);
+    for (const auto& e : events_) {
+      if (e == what + " " + name) return true;
+    }
+    return false;
+  }
+
+ private:
+  void Push(const std::string& what, const std::string& name) {
+    const std::lock_guard lock(mu_);
+    events_.push_back(what + " " + name);
+  }
+  mutable std::mutex mu_;
+  std::vector<std::string> events_;
+};
+
+struct CountingMetrics final : kube::ReflectorMetrics {
+  void OnList(std::size_t /*items*/) override { ++lists; }
+  void OnWatchStart() override { ++watches; }
+  void OnEvent(kube::WatchEventType type) override {
+    if (type == kube::WatchEventType::kBookmark) ++bookmarks;
+    if (type == kube::WatchEventType::kError) ++error_events;
+  }
+  void OnError(const kube::Status& s) override {
+    if (s.IsGone()) ++gone;
+  }
+  std::atomic<int> lists{0}, watches{0}, bookmarks{0}, error_events{0}, gone{0};
+};
+
+// Pod key -> resourceVersion from a fresh list, to compare with Informer::ResourceVersions().
+inline std::map<std::string, std::string> ServerVersions(kube::Client& client,
+                                                         const std::string& ns) {
+  std::map<std::string, std::string> out;
+  auto list = client.ListAll(kube::resources::kPods, ns, {});
+  if (!list) return out;
+  for (const auto& item : list->items) {
+    out[kube::ObjectKey(item)] = item["metadata"]["resourceVersion"].get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace eoc::testing

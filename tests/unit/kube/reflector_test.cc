@@ -1,0 +1,266 @@
+// The reflector and informer over a scripted transport: what they ask for, and what the cache and
+// the handlers see.
+#include "kube/reflector.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <future>
+
+#include "kube/informer.h"
+#include "kube/pod_view.h"
+
+namespace eoc::kube {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+// Answers requests from a script of functions; when the script runs out it calls `on_empty`
+// (which stops the reflector) and fails the request.
+class ScriptedTransport final : public Transport {
+ public:
+  using Step = std::function<StreamResult(const HttpRequest&)>;
+
+  void Then(Step step) { steps_.push_back(std::move(step)); }
+  std::function<void()> on_empty;
+  std::vector<std::string> paths;
+
+  HttpResponse Send(const HttpRequest& request) override {
+    StreamResult r = Next(request);
+    return std::move(r.response);
+  }
+  StreamResult Stream(const HttpRequest& request, std::chrono::milliseconds /*idle*/) override {
+    return Next(request);
+  }
+
+ private:
+  StreamResult Next(const HttpRequest& request) {
+    paths.push_back(request.path);
+    if (steps_.empty()) {
+      if (on_empty) on_empty();
+      throw TransportError(kReasonTransport, "script ended");
+    }
+    Step step = std::move(steps_.front());
+    steps_.pop_front();
+    return step(request);
+  }
+  std::deque<Step> steps_;
+};
+
+StreamResult Answer(int status, const json& body) {
+  StreamResult r;
+  r.response = {status, body.dump(), ""};
+  return r;
+}
+
+json PodList(const std::string& rv,
+             std::initializer_list<std::pair<const char*, const char*>> pods) {
+  json items = json::array();
+  for (const auto& [name, pod_rv] : pods) {
+    items.push_back(
+        {{"metadata", {{"name", name}, {"namespace", "ns"}, {"resourceVersion", pod_rv}}}});
+  }
+  return {{"metadata", {{"resourceVersion", rv}}}, {"items", items}};
+}
+
+std::string Event(const char* type, const char* name, const char* rv) {
+  return json{
+      {"type", type},
+      {"object", {{"metadata", {{"name", name}, {"namespace", "ns"}, {"resourceVersion", rv}}}}}}
+      .dump();
+}
+
+std::string Bookmark(const char* rv) {
+  return json{{"type", "BOOKMARK"}, {"object", {{"metadata", {{"resourceVersion", rv}}}}}}.dump();
+}
+
+class LineScript final : public LineStream {
+ public:
+  explicit LineScript(std::vector<std::string> lines) : lines_(lines.begin(), lines.end()) {}
+  std::optional<std::string> NextLine() override {
+    if (lines_.empty()) return std::nullopt;
+    std::string l = std::move(lines_.front());
+    lines_.pop_front();
+    if (l == "<broken>") throw TransportError(kReasonTransport, "connection reset");
+    return l;
+  }
+  void Cancel() override { lines_.clear(); }
+
+ private:
+  std::deque<std::string> lines_;
+};
+
+StreamResult Stream(std::vector<std::string> lines) {
+  StreamResult r;
+  r.response.status = 200;
+  r.stream = std::make_unique<LineScript>(std::move(lines));
+  return r;
+}
+
+struct Seen {
+  std::vector<std::string> added, updated, deleted;
+};
+
+class ReflectorTest : public ::testing::Test {
+ protected:
+  ReflectorTest() {
+    auto t = std::make_unique<ScriptedTransport>();
+    transport_ = t.get();
+    ClientOptions o;
+    o.qps = 0;
+    client_ = std::make_unique<Client>(std::move(t), o, clock_, [](std::chrono::nanoseconds) {});
+  }
+
+  ReflectorOptions Options() {
+    ReflectorOptions o;
+    o.resource = resources::kPods;
+    o.ns = "ns";
+    o.initial_backoff = std::chrono::milliseconds(1);
+    o.max_backoff = std::chrono::milliseconds(2);
+    return o;
+  }
+
+  // Runs an informer over the script until the script ends; returns what the handlers saw.
+  Seen RunInformer(Informer<PodView>& informer) {
+    Seen seen;
+    informer.AddHandlers(
+        {.on_add = [&](const PodView& p) { seen.added.push_back(p.name); },
+         .on_update = [&](const PodView&, const PodView& p) { seen.updated.push_back(p.name); },
+         .on_delete = [&](const PodView& p) { seen.deleted.push_back(p.name); }});
+    std::promise<void> done;
+    transport_->on_empty = [&] { done.set_value(); };
+    informer.Start();
+    done.get_future().wait();
+    informer.Stop();
+    return seen;
+  }
+
+  ManualClock clock_;
+  ScriptedTransport* transport_ = nullptr;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ReflectorTest, ListsThenWatchesAndRewatchesFromTheLastVersion) {
+  transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
+  transport_->Then([](const HttpRequest&) {
+    return Stream({Event("ADDED", "b", "11"), Event("MODIFIED", "a", "12"), Bookmark("15")});
+  });
+  transport_->Then([](const HttpRequest&) { return Stream({Event("DELETED", "b", "16")}); });
+  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+
+  ASSERT_GE(transport_->paths.size(), 3U);
+  EXPECT_EQ(transport_->paths[0], "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500");
+  EXPECT_THAT(transport_->paths[1],
+              HasSubstr("watch=1&resourceVersion=10&allowWatchBookmarks=true"));
+  // The server ended the first watch: the next starts where the bookmark left off, no relist.
+  EXPECT_THAT(transport_->paths[2], HasSubstr("watch=1&resourceVersion=15&"));
+  EXPECT_THAT(seen.added, ElementsAre("a", "b"));
+  EXPECT_THAT(seen.updated, ElementsAre("a"));
+  EXPECT_THAT(seen.deleted, ElementsAre("b"));
+  EXPECT_TRUE(informer.HasSynced());
+  EXPECT_EQ(informer.Size(), 1U);
+  EXPECT_NE(informer.Get("ns/a"), nullptr);
+  EXPECT_EQ(informer.Get("ns/b"), nullptr);
+}
+
+TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromNewest) {
+  transport_->Then([](const HttpRequest&) {
+    return Answer(200, PodList("10", {{"a", "5"}, {"gone", "6"}}));
+  });
+  transport_->Then([](const HttpRequest&) {
+    return Stream({json{{"type", "ERROR"},
+                        {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}
+                       .dump()});
+  });
+  const json expired = {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}};
+  transport_->Then([&](const HttpRequest&) { return Answer(410, expired); });
+  transport_->Then([](const HttpRequest&) {
+    return Answer(200, PodList("30", {{"a", "20"}, {"new", "25"}}));
+  });
+  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+
+  ASSERT_GE(transport_->paths.size(), 4U);
+  EXPECT_THAT(transport_->paths[2], HasSubstr("pods?resourceVersion=10&limit=500"));
+  EXPECT_THAT(transport_->paths[3], HasSubstr("pods?limit=500"));  // resourceVersion ""
+  // The relist found what changed while no watch ran.
+  EXPECT_THAT(seen.added, UnorderedElementsAre("a", "gone", "new"));
+  EXPECT_THAT(seen.updated, ElementsAre("a"));
+  EXPECT_THAT(seen.deleted, ElementsAre("gone"));
+  EXPECT_EQ(informer.Size(), 2U);
+  EXPECT_EQ(informer.LastResourceVersion(), "30");
+}
+
+TEST_F(ReflectorTest, BrokenStreamRelistsAndUnchangedObjectsAreNoUpdates) {
+  transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
+  transport_->Then([](const HttpRequest&) {
+    return Stream({Event("ADDED", "b", "11"), "<broken>"});
+  });
+  transport_->Then([](const HttpRequest&) {
+    return Answer(200, PodList("11", {{"a", "5"}, {"b", "11"}}));
+  });
+  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+  EXPECT_THAT(transport_->paths[2], HasSubstr("pods?resourceVersion=11&limit=500"));
+  EXPECT_THAT(seen.added, ElementsAre("a", "b"));
+  EXPECT_TRUE(seen.updated.empty());
+  EXPECT_TRUE(seen.deleted.empty());
+}
+
+TEST_F(ReflectorTest, FailedListsBackOffAndInvalidObjectsAreSkipped) {
+  transport_->Then([](const HttpRequest&) {
+    return Answer(500, json{{"kind", "Status"}, {"code", 500}, {"message", "etcd"}});
+  });
+  json list = PodList("10", {{"a", "5"}});
+  list["items"].push_back(
+      {{"metadata", {{"name", "bad"}, {"namespace", "ns"}, {"labels", {{"x", 1}}}}}});
+  transport_->Then([list](const HttpRequest&) { return Answer(200, list); });
+  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+  EXPECT_THAT(seen.added, ElementsAre("a"));
+  EXPECT_EQ(informer.Invalid(), 1U);
+}
+
+TEST(PodView, KeepsWhatTheOperatorReads) {
+  const json pod = json::parse(R"({
+    "metadata": {"name": "w-1", "namespace": "llm", "uid": "u1", "resourceVersion": "7",
+      "labels": {"app": "vllm", "tier": "gpu"},
+      "annotations": {"eoc.dev/models": "llama-3-8b", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+      "deletionTimestamp": "2026-11-30T10:00:00Z"},
+    "spec": {"nodeName": "node-a", "containers": [
+      {"name": "a", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "2"}}},
+      {"name": "b", "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "1Gi"}}}]},
+    "status": {"phase": "Running", "podIP": "10.0.0.7",
+      "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}})");
+  const PodView v = ToPodView(pod);
+  EXPECT_EQ(v.ns, "llm");
+  EXPECT_EQ(v.name, "w-1");
+  EXPECT_EQ(*Lookup(v.labels, "tier"), "gpu");
+  EXPECT_EQ(Lookup(v.labels, "nope"), nullptr);
+  ASSERT_EQ(v.annotations.size(), 1U);
+  EXPECT_EQ(*Lookup(v.annotations, "eoc.dev/models"), "llama-3-8b");
+  EXPECT_EQ(v.node_name, "node-a");
+  EXPECT_EQ(v.pod_ip, "10.0.0.7");
+  EXPECT_EQ(v.phase, "Running");
+  EXPECT_TRUE(v.ready);
+  EXPECT_TRUE(v.terminating());
+  EXPECT_THAT(v.extended_requests,
+              ElementsAre(std::pair<std::string, std::int64_t>{"nvidia.com/gpu", 3}));
+}
+
+TEST(PodView, NotReadyWithoutATrueReadyCondition) {
+  const PodView v = ToPodView(json::parse(R"({"metadata": {"name": "p"},
+      "status": {"conditions": [{"type": "Ready", "status": "False"}]}})"));
+  EXPECT_FALSE(v.ready);
+  EXPECT_FALSE(v.terminating());
+  EXPECT_THROW(ToPodView(json::parse(R"({"metadata": {}})")), MappingError);
+}
+
+}  // namespace
+}  // namespace eoc::kube
