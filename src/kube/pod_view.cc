@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 
+#include "common/rfc3339.h"
 #include "kube/types.h"
 
 namespace eoc::kube {
@@ -64,6 +65,14 @@ std::vector<std::pair<std::string, std::int64_t>> ExtendedRequests(const json& s
   return {sum.begin(), sum.end()};
 }
 
+PodPhase PhaseOf(const std::string& phase) {
+  if (phase == "Pending") return PodPhase::kPending;
+  if (phase == "Running") return PodPhase::kRunning;
+  if (phase == "Succeeded") return PodPhase::kSucceeded;
+  if (phase == "Failed") return PodPhase::kFailed;
+  return PodPhase::kUnknown;
+}
+
 bool IsReady(const json& status) {
   const json* conditions = Member(status, "conditions");
   if (conditions == nullptr || !conditions->is_array()) return false;
@@ -88,14 +97,19 @@ PodView ToPodView(const json& pod) {
   view.uid = std::move(meta.uid);
   view.labels = Sorted(meta.labels, "");
   view.annotations = Sorted(meta.annotations, kKeptAnnotationPrefix);
-  view.deletion_timestamp = meta.deletion_timestamp.value_or("");
+  if (meta.deletion_timestamp) {
+    view.deletion_timestamp = ParseRfc3339(*meta.deletion_timestamp);
+    if (!view.deletion_timestamp) {
+      throw MappingError("metadata.deletionTimestamp: not an RFC 3339 time");
+    }
+  }
   if (const json* spec = Member(pod, "spec"); spec != nullptr) {
     view.node_name = Text(*spec, "nodeName");
     view.extended_requests = ExtendedRequests(*spec);
   }
   if (const json* status = Member(pod, "status"); status != nullptr) {
     view.pod_ip = Text(*status, "podIP");
-    view.phase = Text(*status, "phase");
+    view.phase = PhaseOf(Text(*status, "phase"));
     view.ready = IsReady(*status);
   }
   return view;

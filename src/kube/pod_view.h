@@ -4,8 +4,10 @@
 //   Informer<PodView> pods(client, {.resource = resources::kPods}, ToPodView, clock);
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,22 +24,25 @@ const std::string* Lookup(const StringPairs& pairs, std::string_view key);
 // Annotations kept in a PodView: those of this prefix only (the operator's own).
 inline constexpr std::string_view kKeptAnnotationPrefix = "eoc.dev/";
 
+enum class PodPhase : std::uint8_t { kUnknown, kPending, kRunning, kSucceeded, kFailed };
+
 struct PodView {
   std::string ns;
   std::string name;
   std::string uid;
-  StringPairs labels;
-  StringPairs annotations;  // only eoc.dev/*
   std::string node_name;
   std::string pod_ip;
-  std::string phase;
-  bool ready = false;              // the Ready condition is True
-  std::string deletion_timestamp;  // "" unless terminating
+  StringPairs labels;
+  StringPairs annotations;  // only eoc.dev/*
   // Requests of extended resources (nvidia.com/gpu, amd.com/gpu, google.com/tpu, ...), summed
   // over the containers, as whole units; cpu, memory and storage are not kept.
   std::vector<std::pair<std::string, std::int64_t>> extended_requests;
+  // Set once the pod is terminating.
+  std::optional<std::chrono::system_clock::time_point> deletion_timestamp;
+  PodPhase phase = PodPhase::kUnknown;
+  bool ready = false;  // the Ready condition is True
 
-  bool terminating() const { return !deletion_timestamp.empty(); }
+  bool terminating() const { return deletion_timestamp.has_value(); }
 };
 
 // Throws MappingError naming the field when the document is not a Pod of the expected shape.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 
+#include "common/rfc3339.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
 
@@ -247,9 +248,10 @@ TEST(PodView, KeepsWhatTheOperatorReads) {
   EXPECT_EQ(*Lookup(v.annotations, "eoc.dev/models"), "llama-3-8b");
   EXPECT_EQ(v.node_name, "node-a");
   EXPECT_EQ(v.pod_ip, "10.0.0.7");
-  EXPECT_EQ(v.phase, "Running");
+  EXPECT_EQ(v.phase, PodPhase::kRunning);
   EXPECT_TRUE(v.ready);
   EXPECT_TRUE(v.terminating());
+  EXPECT_EQ(v.deletion_timestamp, ParseRfc3339("2026-11-30T10:00:00Z"));
   EXPECT_THAT(v.extended_requests,
               ElementsAre(std::pair<std::string, std::int64_t>{"nvidia.com/gpu", 3}));
 }
@@ -259,7 +261,11 @@ TEST(PodView, NotReadyWithoutATrueReadyCondition) {
       "status": {"conditions": [{"type": "Ready", "status": "False"}]}})"));
   EXPECT_FALSE(v.ready);
   EXPECT_FALSE(v.terminating());
+  EXPECT_EQ(v.phase, PodPhase::kUnknown);
   EXPECT_THROW(ToPodView(json::parse(R"({"metadata": {}})")), MappingError);
+  EXPECT_THROW(
+      ToPodView(json::parse(R"({"metadata": {"name": "p", "deletionTimestamp": "soon"}})")),
+      MappingError);
 }
 
 }  // namespace
