@@ -1,6 +1,8 @@
 #include "common/rfc3339.h"
 
+#include <array>
 #include <cstdint>
+#include <cstdio>
 
 namespace eoc {
 namespace {
@@ -53,7 +55,37 @@ std::optional<std::chrono::minutes> ParseOffset(std::string_view s, std::size_t 
   return s[pos] == '+' ? -east : east;
 }
 
+// "YYYY-MM-DDTHH:MM:SS" then `fraction_digits` digits of the second (0: none), then "Z".
+template <class Precision>
+std::string Format(std::chrono::system_clock::time_point t, int fraction_digits) {
+  using namespace std::chrono;
+  const auto at = floor<Precision>(t);
+  const auto day = floor<days>(at);
+  const year_month_day date(day);
+  const hh_mm_ss time(at - day);
+  std::array<char, 40> text{};
+  int n = std::snprintf(text.data(), text.size(), "%04d-%02u-%02uT%02d:%02d:%02d",
+                        static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                        static_cast<unsigned>(date.day()), static_cast<int>(time.hours().count()),
+                        static_cast<int>(time.minutes().count()),
+                        static_cast<int>(time.seconds().count()));
+  if (fraction_digits > 0) {
+    n += std::snprintf(text.data() + n, text.size() - static_cast<std::size_t>(n), ".%0*lld",
+                       fraction_digits, static_cast<long long>(time.subseconds().count()));
+  }
+  std::snprintf(text.data() + n, text.size() - static_cast<std::size_t>(n), "Z");
+  return text.data();
+}
+
 }  // namespace
+
+std::string FormatRfc3339(std::chrono::system_clock::time_point t) {
+  return Format<std::chrono::seconds>(t, 0);
+}
+
+std::string FormatRfc3339Micro(std::chrono::system_clock::time_point t) {
+  return Format<std::chrono::microseconds>(t, 6);
+}
 
 std::optional<std::chrono::system_clock::time_point> ParseRfc3339(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS at fixed positions, then the optional fraction and the offset.

@@ -107,18 +107,21 @@ class Informer final : public ReflectorSink {
     }
     const Map& previous = next;  // after the swap
     // Only this thread writes items_, so it may read it without the lock.
-    for (const auto& [key, entry] : items_) {
-      const auto old = previous.find(key);
+    for (const auto& item : items_) {
+      const View& now = *item.second.view;
+      const auto old = previous.find(item.first);
       if (old == previous.end()) {
-        Notify([&](const Handlers& h) { Call(h.on_add, *entry.view); });
-      } else if (old->second.resource_version != entry.resource_version) {
-        Notify([&](const Handlers& h) { Call(h.on_update, *old->second.view, *entry.view); });
+        Notify([&](const Handlers& h) { Call(h.on_add, now); });
+      } else if (old->second.resource_version != item.second.resource_version) {
+        const View& before = *old->second.view;
+        Notify([&](const Handlers& h) { Call(h.on_update, before, now); });
       }
     }
     // What the new list lacks was deleted while we were not watching.
-    for (const auto& [key, entry] : previous) {
-      if (items_.find(key) == items_.end()) {
-        Notify([&](const Handlers& h) { Call(h.on_delete, *entry.view); });
+    for (const auto& item : previous) {
+      if (items_.find(item.first) == items_.end()) {
+        const View& gone = *item.second.view;
+        Notify([&](const Handlers& h) { Call(h.on_delete, gone); });
       }
     }
     if (!synced_.exchange(true)) {

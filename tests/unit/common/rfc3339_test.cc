@@ -28,5 +28,16 @@ TEST(ParseRfc3339, RejectsOthers) {
   }
 }
 
+TEST(FormatRfc3339, SecondsAndMicrosecondsRoundTrip) {
+  using namespace std::chrono_literals;
+  const auto t =
+      std::chrono::sys_days{std::chrono::year{2026} / 11 / 30} + 9h + 5min + 7s + 123456789ns;
+  EXPECT_EQ(FormatRfc3339(t), "2026-11-30T09:05:07Z");
+  EXPECT_EQ(FormatRfc3339Micro(t), "2026-11-30T09:05:07.123456Z");
+  EXPECT_EQ(ParseRfc3339(FormatRfc3339Micro(t)), t - 789ns);
+  EXPECT_EQ(FormatRfc3339Micro(std::chrono::sys_days{std::chrono::year{1999} / 1 / 2}),
+            "1999-01-02T00:00:00.000000Z");
+}
+
 }  // namespace
 }  // namespace eoc

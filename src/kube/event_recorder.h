@@ -1,0 +1,264 @@
+// core/v1 Events, written as client-go's tools/record writes them: an EventCorrelator folds
+// repeats into one Event (count and lastTimestamp, by PATCH), combines bursts of similar events
+// that differ only by message, and a per-object token bucket drops spam; a bounded queue and one
+// background thread keep Record() off the network.
+//
+//   eoc::kube::EventRecorder recorder(*client, {.component = "eoc-controller"});
+//   recorder.Record({.kind = "InferencePool", .ns = "prod", .name = "chat",
+//                    .uid = uid, .api_version = "eoc.dev/v1alpha1"},
+//                   eoc::kube::EventType::kWarning, "ScaleFailed", "409 Conflict: ...");
+//
+// Differences from client-go, on purpose: an exact repeat is folded into the existing Event only
+// within dedup_interval (10 minutes) of the previous one (client-go folds for as long as the
+// cache remembers it); keys are joined with a separator, so that ("ab", "c") and ("a", "bc")
+// differ; messages are cut to 1 KiB.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "common/clock.h"
+#include "kube/client.h"
+#include "kube/status.h"
+
+namespace eoc::kube {
+
+// The object an Event is about (core/v1 ObjectReference).
+struct ObjectReference {
+  std::string kind;
+  std::string ns;  // empty for cluster-scoped objects: their Events go to "default"
+  std::string name;
+  std::string uid;
+  std::string api_version;
+  std::string resource_version;
+};
+
+enum class EventType { kNormal, kWarning };
+
+const char* ToString(EventType type);  // "Normal", "Warning"
+
+// A core/v1 Event as the recorder writes it.
+struct Event {
+  std::string name;  // metadata.name
+  std::string ns;    // metadata.namespace
+  std::string resource_version;
+  ObjectReference involved;
+  EventType type = EventType::kNormal;
+  std::string reason;
+  std::string message;
+  std::string component;  // source.component and reportingComponent
+  std::string host;       // source.host and reportingInstance; may be empty
+  std::int32_t count = 1;
+  std::chrono::system_clock::time_point first_timestamp;
+  std::chrono::system_clock::time_point last_timestamp;
+
+  nlohmann::json ToJson() const;
+};
+
+// "<object name>.<16 hex digits of the time in ns>", as client-go names Events; `unix_nanos` must
+// be unique per process (the correlator makes it so).
+std::string EventName(const std::string& object_name, std::int64_t unix_nanos);
+
+// A map that forgets its least recently used entry past `capacity`.
+template <class V>
+class LruMap {
+ public:
+  explicit LruMap(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+  // The entry, now the most recently used; nullptr when absent.
+  V* Find(const std::string& key) {
+    const auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return &it->second->second;
+  }
+  V& Put(const std::string& key, V value) {
+    if (V* existing = Find(key)) return *existing = std::move(value);
+    order_.emplace_front(key, std::move(value));
+    index_.emplace(key, order_.begin());
+    if (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+    return order_.front().second;
+  }
+  std::size_t size() const { return order_.size(); }
+
+ private:
+  std::size_t capacity_;
+  std::list<std::pair<std::string, V>> order_;  // most recently used first
+  std::unordered_map<std::string, typename std::list<std::pair<std::string, V>>::iterator> index_;
+};
+
+struct EventCorrelatorOptions {
+  std::size_t cache_size = 4096;  // entries in each of the three caches
+  // Spam filter, per source and object: `spam_burst` writes, then one per `spam_refill`.
+  int spam_burst = 25;
+  std::chrono::seconds spam_refill{300};
+  // An exact repeat within this interval updates the existing Event; so does a similar one
+  // within it once `aggregate_max_events` distinct messages have been seen.
+  std::chrono::seconds dedup_interval{600};
+  int aggregate_max_events = 10;
+};
+
+// What to do with one recorded event.
+struct CorrelationResult {
+  Event event;
+  bool skip = false;    // the spam filter dropped it
+  bool update = false;  // PATCH the existing Event event.name with `patch` (count > 1)
+  nlohmann::json patch;
+  bool combined = false;  // a "(combined from similar events)" Event
+  std::string key;        // for UpdateState
+};
+
+// client-go's EventCorrelator: aggregation of similar events, counting of repeats, spam filter.
+// Not thread-safe: the recorder's writer thread owns it.
+class EventCorrelator {
+ public:
+  explicit EventCorrelator(const Clock& clock, EventCorrelatorOptions options = {});
+
+  CorrelationResult Correlate(Event event);
+  // What the server answered for a write of result `key`: its name, resourceVersion and count.
+  void UpdateState(const std::string& key, const Event& written);
+
+ private:
+  struct AggregateRecord {
+    std::unordered_set<std::size_t> messages;  // hashes, so long messages cost no memory
+    std::chrono::steady_clock::time_point last;
+  };
+  struct Observation {
+    std::int32_t count = 0;
+    std::chrono::system_clock::time_point first_timestamp;
+    std::string name;
+    std::string resource_version;
+    std::chrono::steady_clock::time_point last;
+  };
+  struct Bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point last;
+  };
+
+  // Sets the event to write (maybe a combined one) and its cache key.
+  void Aggregate(CorrelationResult& result);
+  // Turns a repeat into an update of the Event already written.
+  void Observe(CorrelationResult& result);
+  bool AllowedBySpamFilter(const Event& event);
+  std::string UniqueName(const std::string& object_name);
+
+  const Clock& clock_;
+  const EventCorrelatorOptions options_;
+  LruMap<AggregateRecord> aggregates_;
+  LruMap<Observation> observations_;
+  LruMap<Bucket> buckets_;
+  std::int64_t last_name_nanos_ = 0;
+};
+
+enum class EventDropReason {
+  kQueueFull,    // Record() found the queue full
+  kSpam,         // the spam filter
+  kInvalid,      // no object name, or the server refused the Event (4xx)
+  kWriteFailed,  // still failing after max_tries
+  kStopped,      // Stop() came before it could be written
+};
+
+// Hooks for metrics and logs (src/kube does not depend on the telemetry module); no-ops by default.
+// Called on the writer thread, except OnEventDropped(kQueueFull), called from Record().
+class EventRecorderMetrics {
+ public:
+  virtual ~EventRecorderMetrics() = default;
+  virtual void OnEventWritten() {}     // an Event created or updated
+  virtual void OnEventAggregated() {}  // of those, a repeat folded into an existing Event
+  virtual void OnEventDropped(EventDropReason /*reason*/) {}
+  virtual void OnWriteError(const Status& /*error*/) {}
+};
+
+struct EventRecorderOptions {
+  std::string component = "eoc-controller";
+  std::string host;  // source.host; empty leaves it out
+  std::size_t queue_capacity = 1000;
+  std::size_t max_message_bytes = 1024;
+  // A write that fails for want of an answer (or a 5xx) is retried, as client-go, up to
+  // `max_tries` in all, `retry_delay` apart (the first wait randomised).
+  int max_tries = 12;
+  std::chrono::milliseconds retry_delay{std::chrono::seconds(10)};
+  // How long Stop() keeps writing what is queued (one try each) before dropping the rest.
+  std::chrono::milliseconds drain_timeout{std::chrono::seconds(5)};
+  EventCorrelatorOptions correlator;
+};
+
+struct EventRecorderDeps {
+  const Clock* clock = nullptr;             // RealClock() when null
+  EventRecorderMetrics* metrics = nullptr;  // none when null
+};
+
+class EventRecorder {
+ public:
+  struct Stats {
+    std::uint64_t written = 0;
+    std::uint64_t aggregated = 0;
+    std::uint64_t dropped = 0;
+  };
+
+  // `client` must outlive the recorder. Starts the writer thread.
+  EventRecorder(Client& client, EventRecorderOptions options = {}, EventRecorderDeps deps = {});
+  ~EventRecorder();  // Stop()
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  // Queues an event and returns at once; drops it (and counts the drop) when the queue is full.
+  // Thread-safe.
+  void Record(const ObjectReference& object, EventType type, std::string_view reason,
+              std::string_view message);
+  // Waits until everything recorded so far is written or dropped; false on timeout.
+  bool Flush(std::chrono::milliseconds timeout);
+  // Writes what is queued (within drain_timeout, one try each), then ends the thread. Record()
+  // drops from then on. Safe to call twice.
+  void Stop();
+  Stats stats() const;
+
+ private:
+  enum class Outcome { kDone, kRetry };
+
+  void Run();
+  bool Next(Event& event);  // false once stopped and drained
+  void Process(Event event);
+  void WriteWithRetries(const CorrelationResult& result);
+  Outcome WriteOnce(const CorrelationResult& result);
+  Outcome Failed(const Status& error);
+  void Written(const CorrelationResult& result, const nlohmann::json& answer, bool patched);
+  void Drop(EventDropReason reason);
+  bool Stopping() const;
+  // Waits `d`; false when Stop() came first.
+  bool WaitUnlessStopped(std::chrono::nanoseconds d);
+
+  Client& client_;
+  const EventRecorderOptions options_;
+  const Clock& clock_;
+  EventRecorderMetrics* metrics_;
+  EventCorrelator correlator_;  // writer thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;  // the writer: work queued, or stop
+  std::condition_variable idle_;  // Flush(): the writer went idle
+  std::deque<Event> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point drain_deadline_{};
+  Stats stats_;
+  std::minstd_rand random_;  // writer thread only: spreads the first retry of each write
+  std::thread thread_;
+};
+
+}  // namespace eoc::kube

@@ -1,0 +1,117 @@
+// The elector's protocol step by step over a scripted transport, with a manual clock.
+#include "kube/leader_election.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_transport.h"
+
+namespace eoc::kube {
+namespace {
+using nlohmann::json;
+using std::chrono::seconds;
+using testing::FakeTransport;
+
+std::string LeaseJson(const std::string& holder, const std::string& renew, int rv,
+                      int transitions = 0) {
+  return json{
+      {"apiVersion", "coordination.k8s.io/v1"},
+      {"kind", "Lease"},
+      {"metadata", {{"name", "l"}, {"namespace", "ns"}, {"resourceVersion", std::to_string(rv)}}},
+      {"spec",
+       {{"holderIdentity", holder},
+        {"leaseDurationSeconds", 15},
+        {"renewTime", renew},
+        {"acquireTime", renew},
+        {"leaseTransitions", transitions}}}}
+      .dump();
+}
+
+struct Fixture : ::testing::Test {
+  Fixture() {
+    auto t = std::make_unique<FakeTransport>();
+    fake = t.get();
+    ClientOptions o;
+    o.qps = 0;
+    client = std::make_unique<Client>(std::move(t), o, clock, [](std::chrono::nanoseconds) {});
+  }
+  std::unique_ptr<LeaderElector> Make(LeaderCallbacks cb = {}) {
+    return std::make_unique<LeaderElector>(
+        *client, LeaderElectionConfig{.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
+        cb,
+        LeaderElectorDeps{.clock = &clock,
+                          .sleeper = [this](std::chrono::nanoseconds d) { clock.Advance(d); },
+                          .random = [] { return 0.5; }});
+  }
+  ManualClock clock;
+  FakeTransport* fake = nullptr;
+  std::unique_ptr<Client> client;
+};
+
+TEST_F(Fixture, CreatesWhenAbsent) {
+  auto e = Make();
+  fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  fake->Reply(201, LeaseJson("me", "2030-01-01T00:00:00.000000Z", 1));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kLeading);
+  ASSERT_EQ(fake->requests.size(), 2U);
+  EXPECT_EQ(fake->requests[1].method, "POST");
+  auto body = json::parse(fake->requests[1].body);
+  EXPECT_EQ(body["spec"]["holderIdentity"], "me");
+  EXPECT_EQ(body["spec"]["leaseDurationSeconds"], 15);
+  EXPECT_EQ(body["spec"]["leaseTransitions"], 0);
+}
+
+TEST_F(Fixture, FollowerTimesFromObservationNotRenewTime) {
+  auto e = Make();
+  // renewTime long in the past: a follower must still wait 15 s from when it saw the record.
+  fake->Reply(200, LeaseJson("other", "2000-01-01T00:00:00.000000Z", 5, 3));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kHeldByOther);
+  clock.Advance(seconds(14));
+  fake->Reply(200, LeaseJson("other", "2000-01-01T00:00:00.000000Z", 5, 3));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kHeldByOther);
+  clock.Advance(seconds(2));
+  fake->Reply(200, LeaseJson("other", "2000-01-01T00:00:00.000000Z", 5, 3));
+  fake->Reply(200, LeaseJson("me", "2030-01-01T00:00:00.000000Z", 6, 4));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kLeading);
+  auto put = json::parse(fake->requests.back().body);
+  EXPECT_EQ(fake->requests.back().method, "PUT");
+  EXPECT_EQ(put["metadata"]["resourceVersion"], "5");
+  EXPECT_EQ(put["spec"]["leaseTransitions"], 4);
+  EXPECT_EQ(put["spec"]["holderIdentity"], "me");
+}
+
+TEST_F(Fixture, ARenewalRestartsTheFollowersClock) {
+  auto e = Make();
+  fake->Reply(200, LeaseJson("other", "t1", 5));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kHeldByOther);
+  clock.Advance(seconds(10));
+  fake->Reply(200, LeaseJson("other", "t2", 6));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kHeldByOther);
+  clock.Advance(seconds(10));  // 20 s since first seen, 10 since the change
+  fake->Reply(200, LeaseJson("other", "t2", 6));
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kHeldByOther);
+}
+
+TEST_F(Fixture, ConflictIsALostRace) {
+  auto e = Make();
+  fake->Reply(200, LeaseJson("", "t1", 5));
+  fake->Reply(409, R"({"kind":"Status","code":409,"reason":"Conflict"})");
+  EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kFailed);
+}
+
+TEST_F(Fixture, RunLoopWithInjectedSleeper) {
+  std::atomic<int> started{0}, stopped{0};
+  auto e =
+      Make({.on_started_leading = [&] { ++started; }, .on_stopped_leading = [&] { ++stopped; }});
+  fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  fake->Reply(201, LeaseJson("me", "t0", 1));
+  fake->Reply(200, LeaseJson("me", "t1", 2));  // optimistic renew
+  // then renewals fail: no answers -> transport errors -> stops leading after renew deadline
+  e->Start();
+  for (int i = 0; i < 200 && stopped == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  e->Stop();
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(stopped, 1);
+}
+}  // namespace
+}  // namespace eoc::kube
