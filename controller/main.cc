@@ -1,0 +1,188 @@
+// eoc-controller: the operator's process. For now it runs the machinery every later part stands
+// on: informers over the worker pods, leader election on a Lease, and the HTTP endpoints
+// /metrics, /healthz and /readyz; it stops cleanly on SIGTERM or SIGINT, handing the Lease back.
+//
+//   eoc-controller --kubeconfig ~/.kube/config --leader-elect --metrics-bind-address :8080
+#include <pthread.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "kube/leader_election.h"
+#include "kube/pod_view.h"
+#include "kube_metrics.h"
+#include "server/handlers.h"
+#include "server/server.h"
+#include "telemetry/logging.h"
+#include "telemetry/metrics.h"
+
+namespace {
+
+using eoc::telemetry::Logger;
+namespace kube = eoc::kube;
+
+struct Flags {
+  kube::LoadOptions load;
+  std::string ns;  // "" = all namespaces
+  bool leader_elect = false;
+  std::string leader_election_namespace;
+  std::string leader_election_id = "eoc-operator";
+  std::string metrics_bind_address = ":8080";
+  std::string health_probe_bind_address = ":8081";
+  std::string log_level = "info";
+  kube::ClientOptions client;
+};
+
+// Blocks SIGTERM and SIGINT in every thread (call before starting any), so that WaitForSignal()
+// receives them instead of a random thread.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int WaitForSignal(const sigset_t& set) {
+  int signal = 0;
+  sigwait(&set, &signal);
+  return signal;
+}
+
+std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
+                                               const eoc::server::ReadinessChecks* readiness,
+                                               const eoc::telemetry::Metrics* metrics) {
+  auto server =
+      std::make_unique<eoc::server::HttpServer>(eoc::server::ServerOptions{.address = address});
+  if (readiness != nullptr) {
+    server->Handle("GET", "/healthz", eoc::server::HealthzHandler());
+    server->Handle("GET", "/readyz", eoc::server::ReadyzHandler(*readiness));
+  }
+  if (metrics != nullptr) {
+    server->Handle("GET", "/metrics",
+                   eoc::server::MetricsHandler([metrics] { return metrics->Serialize(); }));
+  }
+  server->Start();
+  return server;
+}
+
+int Run(const Flags& flags) {
+  const Logger log("controller");
+  const kube::RestConfig config = kube::LoadConfig(flags.load);
+  auto client = kube::Client::Create(config, flags.client);
+  log.Info("configured", {{"server", config.server}, {"source", config.source}});
+
+  eoc::telemetry::Metrics metrics;
+  eoc::controller::KubeMetrics kube_metrics(metrics.registry());
+  eoc::server::ReadinessChecks readiness;
+
+  kube::ReflectorOptions pod_options{.resource = kube::resources::kPods, .ns = flags.ns};
+  pod_options.metrics = &kube_metrics.Reflector("pods");
+  kube::Informer<kube::PodView> pods(*client, pod_options, kube::ToPodView, eoc::RealClock());
+  readiness.Add("pods-synced", [&pods] { return pods.HasSynced(); });
+
+  // Two listeners, as controller-runtime: metrics, and the kubelet's probes.
+  const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
+  auto health_server =
+      Serve(flags.health_probe_bind_address, &readiness, shared ? &metrics : nullptr);
+  std::unique_ptr<eoc::server::HttpServer> metrics_server;
+  if (!shared) metrics_server = Serve(flags.metrics_bind_address, nullptr, &metrics);
+  log.Info("serving",
+           {{"metrics", flags.metrics_bind_address}, {"health", flags.health_probe_bind_address}});
+
+  pods.Start();
+
+  kube::EventRecorder recorder(*client, {.component = "eoc-controller"});
+  std::unique_ptr<kube::Client> elector_client;
+  std::unique_ptr<kube::LeaderElector> elector;
+  if (flags.leader_elect) {
+    kube::LeaderElectionConfig lc;
+    lc.lease_namespace =
+        flags.leader_election_namespace.empty() ? config.ns : flags.leader_election_namespace;
+    lc.lease_name = flags.leader_election_id;
+    lc.identity = kube::DefaultLeaderIdentity();
+    const kube::ObjectReference lease{.kind = "Lease",
+                                      .ns = lc.lease_namespace,
+                                      .name = lc.lease_name,
+                                      .api_version = "coordination.k8s.io/v1"};
+    kube::LeaderCallbacks callbacks;
+    callbacks.on_started_leading = [&log, &recorder, lease, identity = lc.identity] {
+      log.Info("started leading", {{"lease", lease.ns + "/" + lease.name}});
+      recorder.Record(lease, kube::EventType::kNormal, "LeaderElection",
+                      identity + " became leader");
+    };
+    callbacks.on_stopped_leading = [&log, lease] {
+      log.Info("stopped leading", {{"lease", lease.ns + "/" + lease.name}});
+    };
+    callbacks.on_new_leader = [&log](const std::string& who) {
+      log.Info("leader observed", {{"identity", who}});
+    };
+    // The elector's own client: a call that hangs must end well within the renew deadline, so
+    // that a leader cut off from the API server steps down in time.
+    kube::ClientOptions elector_options = flags.client;
+    elector_options.transport.request_timeout = lc.renew_deadline / 2;
+    elector_client = kube::Client::Create(config, elector_options);
+    elector = std::make_unique<kube::LeaderElector>(
+        *elector_client, lc, callbacks,
+        kube::LeaderElectorDeps{.metrics = &kube_metrics.Leader(lc.lease_name)});
+    elector->Start();
+  }
+
+  const int signal = WaitForSignal(BlockStopSignals());
+  log.Info("stopping", {{"signal", signal}});
+  if (elector) elector->Stop();  // hands the Lease back first, so a successor starts at once
+  pods.Stop();
+  if (metrics_server) metrics_server->Stop();
+  health_server->Stop();
+  log.Info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any thread starts, so that every thread inherits the blocked signals.
+  (void)BlockStopSignals();
+  CLI::App app{"eoc-controller: runs fleets of LLM inference servers on Kubernetes"};
+  Flags f;
+  app.add_option("--kubeconfig", f.load.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  app.add_option("--context", f.load.context, "kubeconfig context (default: current-context)");
+  app.add_option("--namespace", f.ns, "watch worker pods in this namespace only (default: all)");
+  app.add_flag("--leader-elect", f.leader_elect,
+               "elect a leader on a Lease; only the leader writes status and scales");
+  app.add_option("--leader-election-namespace", f.leader_election_namespace,
+                 "namespace of the Lease (default: the kubeconfig's or service account's)");
+  app.add_option("--leader-election-id", f.leader_election_id, "name of the Lease")
+      ->capture_default_str();
+  app.add_option("--metrics-bind-address", f.metrics_bind_address,
+                 "host:port for /metrics (\":8080\": every interface)")
+      ->capture_default_str();
+  app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
+                 "host:port for /healthz and /readyz")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--kube-api-qps", f.client.qps, "client-side limit on API calls per second")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--kube-api-burst", f.client.burst, "burst of API calls above the QPS limit")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    eoc::telemetry::SetLogLevel(eoc::telemetry::ParseLogLevel(f.log_level));
+    return Run(f);
+  } catch (const std::exception& e) {  // bad config, a port in use: say what and exit non-zero
+    Logger("controller").Error("cannot run", {{"error", e.what()}});
+    return 1;
+  }
+}

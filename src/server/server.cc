@@ -1,0 +1,195 @@
+#include "server/server.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "server/address.h"
+#include "server/connection.h"
+
+namespace eoc::server {
+namespace {
+
+namespace net = boost::asio;
+using net::ip::tcp;
+
+// After a failed accept (out of file descriptors, most likely), wait this long before the next
+// one rather than spin.
+constexpr std::chrono::milliseconds kAcceptRetry(100);
+// How long Stop() lets closed connections finish before it stops the I/O loop outright.
+constexpr std::chrono::seconds kStopGrace(2);
+
+ServerOptions Validated(ServerOptions options) {
+  if (options.threads < 1) throw std::invalid_argument("server threads must be at least 1");
+  if (options.max_connections < 1) {
+    throw std::invalid_argument("server max_connections must be at least 1");
+  }
+  if (options.max_header_bytes < 1 ||
+      options.max_header_bytes > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::invalid_argument("server max_header_bytes must be from 1 to 2^32-1");
+  }
+  for (const auto timeout : {options.header_timeout, options.idle_timeout, options.body_timeout,
+                             options.write_timeout}) {
+    if (timeout.count() <= 0) throw std::invalid_argument("server timeouts must be positive");
+  }
+  return options;
+}
+
+tcp::endpoint ToEndpoint(const std::string& address) {
+  const HostPort host_port = ParseHostPort(address);
+  if (host_port.host.empty()) return {net::ip::address_v4::any(), host_port.port};
+  if (host_port.host == "localhost") return {net::ip::address_v4::loopback(), host_port.port};
+  boost::system::error_code ec;
+  const auto ip = net::ip::make_address(host_port.host, ec);
+  if (ec) {
+    throw std::invalid_argument("listen address \"" + address + "\": host \"" + host_port.host +
+                                "\" is not an IP address or localhost");
+  }
+  return {ip, host_port.port};
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  explicit Impl(ServerOptions options)
+      : core(Validated(std::move(options))),
+        endpoint(ToEndpoint(core.options.address)),
+        io(core.options.threads) {}
+
+  void Accept() {
+    acceptor.async_accept(net::make_strand(io),
+                          [this](boost::system::error_code ec, tcp::socket socket) {
+                            OnAccept(ec, std::move(socket));
+                          });
+  }
+
+  void OnAccept(boost::system::error_code ec, tcp::socket socket) {
+    // Stop() has begun: whatever was just accepted is dropped (closed with `socket`), and no
+    // accept is started again, since one on the closed acceptor would fail and be retried forever.
+    if (core.stopping() || !acceptor.is_open()) return;
+    if (ec) {
+      core.log.Warn("accept failed", {{"error", ec.message()}});
+      retry.expires_after(kAcceptRetry);
+      retry.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec && !core.stopping()) Accept();
+      });
+      return;
+    }
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);  // answers are one write: send it at once
+    auto connection = std::make_shared<internal::Connection>(std::move(socket), core);
+    switch (core.Register(connection)) {
+      case internal::ServerCore::Admission::kAdmitted:
+        connection->Start();
+        break;
+      case internal::ServerCore::Admission::kFull:
+        // Closed as `connection` goes out of scope. Debug only: a flood would flood the log too.
+        core.log.Debug("connection refused: max_connections are open",
+                       {{"max_connections", core.options.max_connections}});
+        break;
+      case internal::ServerCore::Admission::kStopping:
+        break;
+    }
+    Accept();
+  }
+
+  void Run() {
+    // A handler that escapes the connection's own error handling is a bug; keep serving the other
+    // connections rather than lose the thread.
+    for (;;) {
+      try {
+        io.run();
+        return;
+      } catch (const std::exception& e) {
+        core.log.Error("unexpected exception on an I/O thread", {{"error", e.what()}});
+      }
+    }
+  }
+
+  internal::ServerCore core;
+  const tcp::endpoint endpoint;
+  net::io_context io;
+  tcp::acceptor acceptor{net::make_strand(io)};
+  net::steady_timer retry{acceptor.get_executor()};
+  std::vector<std::thread> threads;
+  std::uint16_t port = 0;
+  bool started = false;
+  std::mutex stop_mu;  // one Stop() at a time; a second waits for the first to finish
+};
+
+HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Handle(std::string_view method, std::string_view path, Handler handler) {
+  if (impl_->started) throw std::logic_error("HttpServer::Handle after Start");
+  impl_->core.router.Add(method, path, std::move(handler));
+}
+
+void HttpServer::Start() {
+  Impl& s = *impl_;
+  if (s.started) throw std::logic_error("HttpServer::Start called twice");
+  const std::string where = "listen on " + s.core.options.address;
+  boost::system::error_code ec;
+  s.acceptor.open(s.endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(s.endpoint, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);
+    throw std::runtime_error(where + ": " + ec.message());
+  }
+  s.port = s.acceptor.local_endpoint().port();
+  s.started = true;
+  s.Accept();
+  for (int i = 0; i < s.core.options.threads; ++i) s.threads.emplace_back([&s] { s.Run(); });
+  s.core.log.Info(
+      "listening",
+      {{"address", s.core.options.address}, {"port", s.port}, {"threads", s.core.options.threads}});
+}
+
+std::uint16_t HttpServer::port() const { return impl_->port; }
+
+std::size_t HttpServer::open_connections() const { return impl_->core.open_connections(); }
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  const std::lock_guard lock(s.stop_mu);
+  if (!s.started || s.threads.empty()) return;
+  s.core.CloseAll();
+  net::post(s.acceptor.get_executor(), [&s] {
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);
+    s.retry.cancel();
+  });
+  // The threads return once the last connection has closed and nothing is left to run. Give the
+  // connections a bounded time to finish; past it, stop the loop outright, so that an operation
+  // that did not end with its socket can never hang Stop() (seen: rarely, a closed idle
+  // connection kept the loop alive).
+  const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+  while (s.core.open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (s.core.open_connections() > 0) {
+    s.core.log.Warn("connections still open at stop; abandoning them",
+                    {{"open", s.core.open_connections()}});
+  }
+  s.io.stop();
+  for (auto& thread : s.threads) thread.join();
+  // The close posted above may not have run before the loop stopped; no thread runs now.
+  boost::system::error_code ignored;
+  s.acceptor.close(ignored);
+  s.threads.clear();
+  s.core.log.Info("stopped", {{"port", s.port}});
+}
+
+}  // namespace eoc::server

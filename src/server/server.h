@@ -1,0 +1,89 @@
+// The operator's HTTP/1.1 server (Boost.Beast on Asio): /metrics, /healthz, /readyz, and later the
+// pick endpoint. Exact-path routes with a handler per method; keep-alive; every buffer, wait and
+// count bounded, so that no client can make it grow or hang (DESIGN.md, "The pick endpoint").
+//
+//   eoc::server::HttpServer server({.address = ":8080", .threads = 2});
+//   server.Handle("GET", "/healthz", eoc::server::HealthzHandler());
+//   server.Handle("POST", "/v1/pick", [&](const eoc::server::Request& req,
+//                                         eoc::server::Response& resp) { ... });
+//   server.Start();                       // throws std::runtime_error if it cannot listen
+//   std::uint16_t port = server.port();   // the bound port, also when asked for port 0
+//   ...
+//   server.Stop();                        // or let the destructor do it
+//
+// Handlers run on the I/O threads, so they must not block: a slow handler holds up every
+// connection that thread serves. A HEAD request is answered by the path's GET handler, without
+// the body. Errors the server answers itself: 400 malformed request (then close), 404 unknown path,
+// 405 method not registered for the path (with Allow), 413 body over the limit and 431 headers
+// over the limit (both then close, without reading the rest), 500 when a handler throws.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/http.h"
+
+namespace eoc::server {
+
+struct ServerOptions {
+  // host:port. An IP address (IPv6 in brackets: "[::1]:8080"), "localhost", or nothing for every
+  // IPv4 interface (":8080", as controller-runtime's --metrics-bind-address). Port 0: any free
+  // port, see HttpServer::port().
+  std::string address = "127.0.0.1:0";
+  int threads = 1;
+  // A request's start line and headers, together; more answers 431.
+  std::size_t max_header_bytes = std::size_t{8} * 1024;
+  // A request's body; more answers 413 (as soon as Content-Length says so).
+  std::size_t max_body_bytes = std::size_t{1024} * 1024;
+  // From a connection's accept, or a request's first byte, to the end of its headers.
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(10);
+  // Between requests on a kept-alive connection.
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(60);
+  // From the end of the headers to the end of the body.
+  std::chrono::milliseconds body_timeout = std::chrono::seconds(30);
+  // To send one response: a client that stops reading is dropped after this.
+  std::chrono::milliseconds write_timeout = std::chrono::seconds(30);
+  // Connections open at once; one more is closed as soon as it is accepted.
+  std::size_t max_connections = 1024;
+};
+
+class HttpServer {
+ public:
+  // Throws std::invalid_argument for a malformed address or a limit below 1.
+  explicit HttpServer(ServerOptions options = {});
+  ~HttpServer();  // Stop()s
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  HttpServer(HttpServer&&) = delete;
+  HttpServer& operator=(HttpServer&&) = delete;
+
+  // Routes requests for exactly `path` (no query string) with this `method` ("GET") to `handler`.
+  // Before Start() only (routes are read without locks afterwards): throws std::logic_error after,
+  // and std::invalid_argument for a route registered twice.
+  void Handle(std::string_view method, std::string_view path, Handler handler);
+
+  // Binds, listens and starts the I/O threads. Throws std::runtime_error naming the address when
+  // it cannot listen there (in use, not local), std::logic_error when called twice.
+  void Start();
+
+  // The port listened on (the one the system chose when asked for port 0); 0 before Start().
+  std::uint16_t port() const;
+
+  // Connections open now, including those being closed.
+  std::size_t open_connections() const;
+
+  // Closes the listener and every connection, waits for handlers that are running, and joins the
+  // I/O threads. Idempotent. Must not be called from a handler.
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eoc::server

@@ -1,0 +1,41 @@
+// The process's Prometheus metrics: a prometheus-cpp registry that modules register their
+// families in, and its text exposition for /metrics.
+//
+//   eoc::telemetry::Metrics metrics;
+//   auto& relists = prometheus::BuildCounter()
+//                       .Name("eoc_reflector_relists_total")
+//                       .Help("Full relists of a watched resource.")
+//                       .Register(metrics.registry());
+//   relists.Add({{"resource", "pods"}}).Increment();
+//   std::string text = metrics.Serialize();   // Prometheus text format 0.0.4
+//
+// Not for the pick path: prometheus-cpp's Family and Histogram take a mutex on every call
+// (DESIGN.md, "Rules of the house").
+#pragma once
+
+#include <prometheus/registry.h>
+
+#include <string>
+
+namespace eoc::telemetry {
+
+class Metrics {
+ public:
+  Metrics() = default;
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+  Metrics(Metrics&&) = delete;
+  Metrics& operator=(Metrics&&) = delete;
+  ~Metrics() = default;
+
+  // Thread-safe, as prometheus::Registry is.
+  prometheus::Registry& registry() { return registry_; }
+
+  // Every registered family in the Prometheus text format (version 0.0.4). Thread-safe.
+  std::string Serialize() const;
+
+ private:
+  prometheus::Registry registry_;
+};
+
+}  // namespace eoc::telemetry

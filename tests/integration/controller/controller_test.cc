@@ -1,0 +1,195 @@
+// The eoc-controller binary against the real API server: readiness, metrics that promtool
+// accepts, the Lease, its Event, and a clean stop that hands the Lease back.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "child_process.h"
+#include "control_plane.h"
+#include "files.h"
+#include "kube/client.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::ChildProcess;
+using testing::ControlPlane;
+using ::testing::HasSubstr;
+
+// A port nothing listens on right now.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+struct HttpAnswer {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+
+// One GET on 127.0.0.1:port with Connection: close.
+HttpAnswer Get(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  HttpAnswer answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return answer;
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  (void)send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) raw.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  if (raw.rfind("HTTP/1.1 ", 0) != 0) return answer;
+  answer.status = std::stoi(raw.substr(9, 3));
+  const auto body = raw.find("\r\n\r\n");
+  if (body != std::string::npos) answer.body = raw.substr(body + 4);
+  return answer;
+}
+
+bool Eventually(const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
+class ControllerBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plane_ = ControlPlane::Find();
+    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
+    client_ = kube::Client::Create(plane_->AdminConfig(), {});
+  }
+
+  std::vector<std::string> Args(const std::string& lease, int metrics_port, int health_port,
+                                const std::string& kubeconfig = "") const {
+    return {EOC_CONTROLLER,
+            "--kubeconfig",
+            kubeconfig.empty() ? plane_->Var("EOC_KUBECONFIG") : kubeconfig,
+            "--leader-elect",
+            "--leader-election-id",
+            lease,
+            "--metrics-bind-address",
+            "127.0.0.1:" + std::to_string(metrics_port),
+            "--health-probe-bind-address",
+            "127.0.0.1:" + std::to_string(health_port)};
+  }
+
+  std::string Holder(const std::string& lease) {
+    auto l = client_->Get(kube::resources::kLeases, "default", lease);
+    if (!l) return "<" + l.error().ToString() + ">";
+    return (*l)["spec"].value("holderIdentity", "");
+  }
+
+  const ControlPlane* plane_ = nullptr;
+  std::unique_ptr<kube::Client> client_;
+};
+
+TEST_F(ControllerBinaryTest, ReadyOnceSyncedServesValidMetricsLeadsAndHandsTheLeaseBack) {
+  const std::string lease = testing::UniqueName("eoc-it");
+  const int metrics_port = FreePort();
+  const int health_port = FreePort();
+  ChildProcess controller(Args(lease, metrics_port, health_port), /*merge_stderr=*/true);
+
+  ASSERT_TRUE(Eventually([&] { return Get(health_port, "/readyz").status == 200; },
+                         std::chrono::seconds(60)))
+      << controller.Output();
+  EXPECT_EQ(Get(health_port, "/healthz").status, 200);
+
+  // It leads: the Lease names it, the gauge says so, and an Event on the Lease records it.
+  ASSERT_TRUE(Eventually([&] { return !Holder(lease).empty(); }, std::chrono::seconds(30)));
+  const std::string leading = "eoc_leader_election_leading{lease=\"" + lease + "\"} 1";
+  ASSERT_TRUE(Eventually(
+      [&] { return Get(metrics_port, "/metrics").body.find(leading) != std::string::npos; },
+      std::chrono::seconds(30)));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto events = client_->List(kube::resources::kEvents, "default",
+                                    {.field_selector = "involvedObject.name=" + lease});
+        return events && !events->items.empty() &&
+               events->items[0].value("reason", "") == "LeaderElection";
+      },
+      std::chrono::seconds(30)));
+
+  const HttpAnswer metrics = Get(metrics_port, "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, HasSubstr("eoc_reflector_lists_total{resource=\"pods\"} 1"));
+  EXPECT_THAT(metrics.body, HasSubstr("eoc_reflector_watches_total{resource=\"pods\"}"));
+  testing::TempDir dir;
+  const std::string file = dir.Write("metrics.txt", metrics.body);
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): one call, no other thread uses the environment
+  EXPECT_EQ(std::system(("promtool check metrics < " + file).c_str()), 0) << metrics.body;
+
+  // SIGTERM: a clean stop releases the Lease at once.
+  controller.Signal(SIGTERM);
+  const auto status = controller.WaitFor(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << controller.Output();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << controller.Output();
+  EXPECT_EQ(Holder(lease), "");
+}
+
+TEST_F(ControllerBinaryTest, NotReadyWhileTheApiServerCannotBeReached) {
+  testing::TempDir dir;
+  const std::string kubeconfig = dir.Write("kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters:
+- name: gone
+  cluster: {server: "https://127.0.0.1:)" + std::to_string(FreePort()) +
+                                                             R"(", insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: gone, user: u}
+current-context: c
+)");
+  const int health_port = FreePort();
+  ChildProcess controller(Args("unused", FreePort(), health_port, kubeconfig), true);
+  ASSERT_TRUE(Eventually([&] { return Get(health_port, "/healthz").status == 200; },
+                         std::chrono::seconds(30)))
+      << controller.Output();
+  const HttpAnswer ready = Get(health_port, "/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_THAT(ready.body, HasSubstr("pods-synced"));
+}
+
+TEST_F(ControllerBinaryTest, BadFlagsAndConfigsExitWithAMessage) {
+  ChildProcess bad_level(
+      {EOC_CONTROLLER, "--log-level", "loud", "--kubeconfig", plane_->Var("EOC_KUBECONFIG")}, true);
+  const int status = bad_level.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  EXPECT_THAT(bad_level.Output(), HasSubstr("loud"));
+
+  ChildProcess no_config({EOC_CONTROLLER, "--kubeconfig", "/nonexistent/kubeconfig"}, true);
+  const int status2 = no_config.Wait();
+  EXPECT_TRUE(WIFEXITED(status2) && WEXITSTATUS(status2) != 0);
+  EXPECT_THAT(no_config.Output(), HasSubstr("/nonexistent/kubeconfig"));
+}
+
+}  // namespace
+}  // namespace eoc::controller

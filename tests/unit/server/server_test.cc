@@ -1,0 +1,510 @@
+#include "server/server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "raw_client.h"
+#include "server/handlers.h"
+#include "telemetry/metrics.h"
+
+namespace eoc::server {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RawClient;
+using testing::RawResponse;
+using ::testing::StartsWith;
+
+constexpr std::string_view kGetHealthz = "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n";
+
+// Runs `promtool check metrics` with `text` on its stdin: its exit status and what it printed.
+std::pair<int, std::string> PromtoolCheckMetrics(const std::string& text) {
+  const std::string output_path =
+      ::testing::TempDir() + "promtool-" + std::to_string(getpid()) + ".out";
+  const std::string command = "/usr/bin/promtool check metrics > '" + output_path + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "w");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  fwrite(text.data(), 1, text.size(), pipe);
+  const int status = pclose(pipe);
+  std::ifstream file(output_path);
+  std::stringstream output;
+  output << file.rdbuf();
+  std::remove(output_path.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output.str()};
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(ServerOptions options = {}) {
+    server_ = std::make_unique<HttpServer>(std::move(options));
+    server_->Handle("GET", "/healthz", HealthzHandler());
+    server_->Handle("GET", "/readyz", ReadyzHandler(readiness_));
+    server_->Handle("GET", "/metrics", MetricsHandler([this] { return metrics_.Serialize(); }));
+    const Handler echo = [this](const Request& req, Response& resp) {
+      ++echo_calls_;
+      resp.body() = "method=" + std::string(req.method()) + " path=" + std::string(req.path()) +
+                    " query=" + std::string(req.query()) +
+                    " session=" + std::string(req.header("x-session-id").value_or("-")) +
+                    " body=" + std::string(req.body());
+      resp.AddHeader("X-Echo", "yes");
+    };
+    server_->Handle("GET", "/v1/echo", echo);
+    server_->Handle("POST", "/v1/echo", echo);
+    server_->Handle("GET", "/v1/throw", [](const Request&, Response& resp) {
+      resp.body() = "partial";
+      throw std::runtime_error("handler bug");
+    });
+    server_->Start();
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  std::uint16_t port() const { return server_->port(); }
+
+  // One request on a new connection.
+  std::optional<RawResponse> Fetch(std::string_view request) const {
+    RawClient client(port());
+    if (!client.Send(request)) return std::nullopt;
+    return client.ReadResponse();
+  }
+
+  telemetry::Metrics metrics_;
+  ReadinessChecks readiness_;
+  std::atomic<int> echo_calls_{0};
+  std::unique_ptr<HttpServer> server_;  // last: stopped before the state its handlers use goes
+};
+
+TEST_F(HttpServerTest, HealthzAnswersOk) {
+  StartServer();
+  const auto response = Fetch(kGetHealthz);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "ok\n");
+  EXPECT_EQ(response->header("content-type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(response->header("content-length"), "3");
+  EXPECT_THAT(response->header("date"), HasSubstr(" GMT"));
+}
+
+TEST_F(HttpServerTest, ReadyzNamesFailingChecksUntilTheyPass) {
+  std::atomic<bool> synced = false;
+  readiness_.Add("informers-synced", [&] { return synced.load(); });
+  readiness_.Add("leader-known", [] { return true; });
+  readiness_.Add("routing-table", []() -> bool { throw std::runtime_error("not yet"); });
+  StartServer();
+
+  auto response = Fetch("GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(response->body, "informers-synced\nrouting-table\n");
+
+  synced = true;
+  readiness_.Add("routing-table", [] { return true; });  // replaces the throwing one
+  response = Fetch("GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "ok\n");
+}
+
+TEST_F(HttpServerTest, MetricsServesTheRegistryAsValidPrometheusText) {
+  prometheus::BuildCounter()
+      .Name("eoc_test_picks_total")
+      .Help("Picks answered.")
+      .Register(metrics_.registry())
+      .Add({{"pool", "ns/a"}, {"reason", "session"}})
+      .Increment(5);
+  prometheus::BuildGauge()
+      .Name("eoc_test_ready_workers")
+      .Help("Ready workers of a pool.")
+      .Register(metrics_.registry())
+      .Add({{"pool", "ns/a"}})
+      .Set(3);
+  auto& latency = prometheus::BuildHistogram()
+                      .Name("eoc_test_pick_duration_seconds")
+                      .Help("Time to answer a pick.")
+                      .Register(metrics_.registry())
+                      .Add({{"pool", "ns/a"}},
+                           prometheus::Histogram::BucketBoundaries{0.0001, 0.001, 0.01, 0.1});
+  latency.Observe(0.0004);
+  latency.Observe(0.02);
+  StartServer();
+
+  const auto response = Fetch("GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(response->body, metrics_.Serialize());
+  EXPECT_THAT(response->body,
+              HasSubstr("eoc_test_picks_total{pool=\"ns/a\",reason=\"session\"} 5\n"));
+  EXPECT_THAT(response->body, HasSubstr("eoc_test_pick_duration_seconds_bucket{pool=\"ns/a\","
+                                        "le=\"0.001\"} 1\n"));
+
+  const auto [status, output] = PromtoolCheckMetrics(response->body);
+  EXPECT_EQ(status, 0) << "promtool check metrics:\n" << output << "\non:\n" << response->body;
+}
+
+TEST(PromtoolCheckMetricsTest, RejectsBrokenText) {
+  // The check above can fail: promtool does refuse what is not valid exposition text.
+  EXPECT_NE(PromtoolCheckMetrics("eoc_broken{pool=\"a\" 1\n").first, 0);
+  EXPECT_NE(PromtoolCheckMetrics("# TYPE eoc_picks counter\neoc_picks 1\n").first, 0)
+      << "a counter without _total fails promtool's lint";
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404) {
+  StartServer();
+  const auto response = Fetch("GET /nope HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 404);
+  // Exact paths: no prefix or trailing-slash matching.
+  EXPECT_EQ(Fetch("GET /healthz/ HTTP/1.1\r\nHost: test\r\n\r\n")->status, 404);
+  EXPECT_EQ(Fetch("GET /health HTTP/1.1\r\nHost: test\r\n\r\n")->status, 404);
+}
+
+TEST_F(HttpServerTest, WrongMethodIs405WithAllow) {
+  StartServer();
+  auto response = Fetch("POST /healthz HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 405);
+  EXPECT_EQ(response->header("allow"), "GET, HEAD");
+
+  response = Fetch("DELETE /v1/echo HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 405);
+  EXPECT_EQ(response->header("allow"), "GET, HEAD, POST");
+  EXPECT_EQ(echo_calls_, 0);
+}
+
+TEST_F(HttpServerTest, HeadIsAnsweredByGetWithoutTheBody) {
+  StartServer();
+  RawClient client(port());
+  ASSERT_TRUE(client.Send("HEAD /healthz HTTP/1.1\r\nHost: test\r\n\r\n"));
+  const auto head = client.ReadResponse(/*head=*/true);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->header("content-length"), "3");
+  // Had a body been sent, the next response would not start where the client looks for it.
+  ASSERT_TRUE(client.Send(kGetHealthz));
+  const auto next = client.ReadResponse();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->body, "ok\n");
+}
+
+TEST_F(HttpServerTest, HandlerSeesMethodPathQueryHeadersAndBody) {
+  StartServer();
+  const auto response = Fetch(
+      "POST /v1/echo?pool=ns%2Fa&x=1 HTTP/1.1\r\nHost: test\r\nX-SESSION-ID: s-42\r\n"
+      "Content-Length: 11\r\n\r\n{\"a\": true}");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body,
+            "method=POST path=/v1/echo query=pool=ns%2Fa&x=1 session=s-42 body={\"a\": true}");
+  EXPECT_EQ(response->header("x-echo"), "yes");
+}
+
+TEST_F(HttpServerTest, ChunkedBodyIsReassembled) {
+  StartServer();
+  const auto response = Fetch(
+      "POST /v1/echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_THAT(response->body, HasSubstr("body=abcdefg"));
+}
+
+TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
+  StartServer();
+  RawClient client(port());
+  ASSERT_TRUE(client.Send(
+      "POST /v1/echo HTTP/1.1\r\nHost: test\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+  const auto interim = client.ReadResponse();
+  ASSERT_TRUE(interim.has_value());
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(client.Send("hello"));
+  const auto response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_THAT(response->body, HasSubstr("body=hello"));
+}
+
+TEST_F(HttpServerTest, HandlerThatThrowsGets500) {
+  StartServer();
+  const auto response = Fetch("GET /v1/throw HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 500);
+  EXPECT_EQ(response->body, "internal server error\n") << "nothing of the half-built answer";
+}
+
+TEST_F(HttpServerTest, OversizedHeadersAre431ThenClose) {
+  StartServer();  // 8 KiB of headers by default
+  RawClient client(port());
+  ASSERT_TRUE(client.Send("GET /healthz HTTP/1.1\r\nHost: test\r\nX-Big: " +
+                          std::string(std::size_t{9} * 1024, 'a') + "\r\n\r\n"));
+  const auto response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 431);
+  EXPECT_EQ(response->header("connection"), "close");
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, HeadersJustUnderTheLimitAreServed) {
+  StartServer();
+  const auto response = Fetch("GET /healthz HTTP/1.1\r\nHost: test\r\nX-Big: " +
+                              std::string(std::size_t{7} * 1024, 'a') + "\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+}
+
+TEST_F(HttpServerTest, OversizedBodyIs413WithoutReadingIt) {
+  StartServer();  // 1 MiB of body by default
+  RawClient client(port());
+  // Declares 64 MiB and sends the first 64 KiB: the answer must come without the rest.
+  ASSERT_TRUE(client.Send("POST /v1/echo HTTP/1.1\r\nHost: test\r\nContent-Length: " +
+                          std::to_string(64 * 1024 * 1024) + "\r\n\r\n" +
+                          std::string(std::size_t{64} * 1024, 'x')));
+  const auto response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 413);
+  EXPECT_TRUE(client.WaitForClose());
+  EXPECT_EQ(echo_calls_, 0);
+}
+
+TEST_F(HttpServerTest, OversizedChunkedBodyIs413) {
+  StartServer({.max_body_bytes = 1024});
+  RawClient client(port());
+  std::string request =
+      "POST /v1/echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 4; ++i) request += "200\r\n" + std::string(512, 'x') + "\r\n";
+  request += "0\r\n\r\n";
+  ASSERT_TRUE(client.Send(request));
+  const auto response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 413);
+  EXPECT_TRUE(client.WaitForClose());
+  EXPECT_EQ(echo_calls_, 0);
+}
+
+TEST_F(HttpServerTest, GarbageIs400ThenClose) {
+  StartServer();
+  const std::vector<std::string> garbage = {
+      std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15),  // TLS hello
+      "GET /healthz HTTP/9.9\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nNo colon here\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+      "POST /v1/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+      std::string("GET /he\0althz HTTP/1.1\r\n\r\n", 26),
+  };
+  for (const auto& bytes : garbage) {
+    RawClient client(port());
+    ASSERT_TRUE(client.Send(bytes));
+    const auto response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value()) << ::testing::PrintToString(bytes);
+    EXPECT_EQ(response->status, 400) << ::testing::PrintToString(bytes);
+    EXPECT_TRUE(client.WaitForClose()) << ::testing::PrintToString(bytes);
+  }
+  EXPECT_EQ(Fetch(kGetHealthz)->status, 200) << "the server lives on";
+}
+
+TEST_F(HttpServerTest, StalledHalfRequestIsDisconnectedAfterTheHeaderTimeout) {
+  StartServer({.header_timeout = std::chrono::milliseconds(200)});
+  RawClient client(port());
+  ASSERT_TRUE(client.Send("GET /healthz HTTP/1.1\r\nHost: te"));  // and nothing more
+  EXPECT_TRUE(client.WaitForClose());
+  EXPECT_EQ(client.pending(), "") << "no answer to half a request";
+}
+
+TEST_F(HttpServerTest, SilentNewConnectionIsDisconnectedAfterTheHeaderTimeout) {
+  StartServer({.header_timeout = std::chrono::milliseconds(200)});
+  RawClient client(port());
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, IdleKeptAliveConnectionWaitsPastTheHeaderTimeout) {
+  // Between requests only the idle timeout applies, not the (much shorter) header timeout.
+  StartServer({.header_timeout = std::chrono::milliseconds(100)});
+  RawClient client(port());
+  ASSERT_TRUE(client.Send(kGetHealthz));
+  ASSERT_EQ(client.ReadResponse()->status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(client.Send(kGetHealthz));
+  const auto response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+}
+
+TEST_F(HttpServerTest, IdleKeptAliveConnectionIsClosedAfterTheIdleTimeout) {
+  StartServer({.idle_timeout = std::chrono::milliseconds(200)});
+  RawClient client(port());
+  ASSERT_TRUE(client.Send(kGetHealthz));
+  ASSERT_EQ(client.ReadResponse()->status, 200);
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
+  StartServer();
+  RawClient client(port());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(client.Send(kGetHealthz));
+    const auto response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value()) << "request " << i;
+    EXPECT_EQ(response->status, 200);
+    EXPECT_FALSE(response->has_header("connection"));
+  }
+  // Pipelined: two requests in one write, two answers in order.
+  ASSERT_TRUE(
+      client.Send("GET /v1/echo?n=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                  "GET /v1/echo?n=2 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_THAT(client.ReadResponse()->body, HasSubstr("query=n=1"));
+  EXPECT_THAT(client.ReadResponse()->body, HasSubstr("query=n=2"));
+}
+
+TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
+  StartServer();
+  for (const std::string_view request :
+       {"GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n",
+        "GET /healthz HTTP/1.0\r\n\r\n"}) {
+    RawClient client(port());
+    ASSERT_TRUE(client.Send(request));
+    const auto response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->header("connection"), "close");
+    EXPECT_TRUE(client.WaitForClose());
+  }
+  RawClient client(port());
+  ASSERT_TRUE(client.Send("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  EXPECT_EQ(client.ReadResponse()->header("connection"), "keep-alive");
+  ASSERT_TRUE(client.Send(kGetHealthz));
+  EXPECT_EQ(client.ReadResponse()->status, 200);
+}
+
+TEST_F(HttpServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
+  StartServer({.max_connections = 2});
+  RawClient first(port());
+  RawClient second(port());
+  // Served, so both are surely accepted and counted before the third arrives.
+  ASSERT_TRUE(first.Send(kGetHealthz));
+  ASSERT_EQ(first.ReadResponse()->status, 200);
+  ASSERT_TRUE(second.Send(kGetHealthz));
+  ASSERT_EQ(second.ReadResponse()->status, 200);
+
+  RawClient third(port());
+  EXPECT_TRUE(third.WaitForClose());
+  EXPECT_EQ(third.pending(), "");
+
+  ASSERT_TRUE(first.Send(kGetHealthz));
+  EXPECT_EQ(first.ReadResponse()->status, 200) << "the admitted ones are untouched";
+  EXPECT_EQ(server_->open_connections(), 2U);
+}
+
+TEST_F(HttpServerTest, ClosedConnectionsFreeTheirPlace) {
+  StartServer({.max_connections = 1});
+  {
+    RawClient first(port());
+    ASSERT_TRUE(first.Send(kGetHealthz));
+    ASSERT_EQ(first.ReadResponse()->status, 200);
+  }
+  // The server notices the close on its own time: retry until it has (bounded).
+  const auto deadline = std::chrono::steady_clock::now() + RawClient::kPatience;
+  std::optional<RawResponse> response;
+  while (!response && std::chrono::steady_clock::now() < deadline) {
+    response = Fetch(kGetHealthz);
+    if (!response) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+}
+
+TEST_F(HttpServerTest, ManyThreadsServeManyClients) {
+  StartServer({.threads = 4});
+  constexpr int kClients = 8;
+  constexpr int kRequestsEach = 50;
+  std::atomic<int> ok = 0;
+  std::vector<std::thread> clients;
+  clients.reserve(kClients);
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&] {
+      RawClient client(port());
+      for (int i = 0; i < kRequestsEach; ++i) {
+        if (!client.Send(kGetHealthz)) return;
+        const auto response = client.ReadResponse();
+        if (!response || response->status != 200) return;
+        ++ok;
+      }
+    });
+  }
+  for (auto& thread : clients) thread.join();
+  EXPECT_EQ(ok, kClients * kRequestsEach);
+}
+
+TEST_F(HttpServerTest, StopClosesOpenConnectionsAndReturns) {
+  StartServer({.threads = 2});
+  RawClient fresh(port());
+  RawClient kept_alive(port());
+  ASSERT_TRUE(kept_alive.Send(kGetHealthz));
+  ASSERT_EQ(kept_alive.ReadResponse()->status, 200);
+  RawClient halfway(port());
+  ASSERT_TRUE(halfway.Send("GET /healthz HTTP/1.1\r\n"));
+
+  server_->Stop();  // a hang here is the failure (CTest's timeout catches it)
+
+  EXPECT_TRUE(fresh.WaitForClose());
+  EXPECT_TRUE(kept_alive.WaitForClose());
+  EXPECT_TRUE(halfway.WaitForClose());
+  EXPECT_EQ(server_->open_connections(), 0U);
+  try { RawClient c(port()); ADD_FAILURE() << "connected"; std::string cmd = "ss -tanpo | grep " + std::to_string(port()); std::system(cmd.c_str()); } catch (const std::runtime_error&) {}
+  server_->Stop();  // idempotent
+}
+
+TEST(HttpServerLifecycleTest, StopWithoutStartAndDestructionWithoutStop) {
+  HttpServer never_started;
+  never_started.Stop();
+  HttpServer started;
+  started.Handle("GET", "/healthz", HealthzHandler());
+  started.Start();
+  RawClient idle(started.port());
+  // ~HttpServer stops it, idle connection and all.
+}
+
+TEST(HttpServerLifecycleTest, StartFailsNamingTheAddressInUse) {
+  HttpServer first;
+  first.Start();
+  HttpServer second({.address = "127.0.0.1:" + std::to_string(first.port())});
+  try {
+    second.Start();
+    ADD_FAILURE() << "two servers on one port";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), StartsWith("listen on 127.0.0.1:" + std::to_string(first.port())));
+  }
+}
+
+TEST(HttpServerLifecycleTest, RejectsBadOptionsAndLateRoutes) {
+  EXPECT_THROW(HttpServer({.address = "nowhere"}), std::invalid_argument);
+  EXPECT_THROW(HttpServer({.address = "example.com:80"}), std::invalid_argument);
+  EXPECT_THROW(HttpServer({.threads = 0}), std::invalid_argument);
+  EXPECT_THROW(HttpServer({.max_connections = 0}), std::invalid_argument);
+  EXPECT_THROW(HttpServer({.idle_timeout = std::chrono::milliseconds(0)}), std::invalid_argument);
+
+  HttpServer server;
+  server.Handle("GET", "/healthz", HealthzHandler());
+  EXPECT_THROW(server.Handle("GET", "/healthz", HealthzHandler()), std::invalid_argument);
+  EXPECT_THROW(server.Handle("GET", "healthz", HealthzHandler()), std::invalid_argument);
+  server.Start();
+  EXPECT_THROW(server.Handle("GET", "/late", HealthzHandler()), std::logic_error);
+  EXPECT_THROW(server.Start(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace eoc::server
