@@ -1,7 +1,6 @@
 #include "server/connection.h"
 
 #include <algorithm>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -80,7 +79,7 @@ Connection::Connection(net::ip::tcp::socket socket, ServerCore& core)
 Connection::~Connection() { core_.Unregister(this); }
 
 void Connection::Start() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
     self->stream_.expires_after(self->core_.options.header_timeout);
     self->ReadHeader();
   });

@@ -33,9 +33,8 @@ class Request {
   Request(std::string_view method, std::string_view target, std::span<const Header> headers,
           std::string_view body);
 
-  std::string_view method() const {
-    return method_;
-  }  // "GET", as sent (methods are case-sensitive)
+  // "GET", as sent: methods are case-sensitive.
+  std::string_view method() const { return method_; }
   std::string_view target() const { return target_; }  // "/v1/pick?a=b", as sent
   std::string_view path() const { return path_; }      // "/v1/pick": the target before any '?'
   std::string_view query() const { return query_; }    // "a=b": after the '?', still encoded

@@ -1,8 +1,9 @@
 #include "server/server.h"
 
+#include <fcntl.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <limits>
@@ -23,8 +24,6 @@ using net::ip::tcp;
 // After a failed accept (out of file descriptors, most likely), wait this long before the next
 // one rather than spin.
 constexpr std::chrono::milliseconds kAcceptRetry(100);
-// How long Stop() lets closed connections finish before it stops the I/O loop outright.
-constexpr std::chrono::seconds kStopGrace(2);
 
 ServerOptions Validated(ServerOptions options) {
   if (options.threads < 1) throw std::invalid_argument("server threads must be at least 1");
@@ -40,6 +39,15 @@ ServerOptions Validated(ServerOptions options) {
     if (timeout.count() <= 0) throw std::invalid_argument("server timeouts must be positive");
   }
   return options;
+}
+
+// Asio opens sockets without close-on-exec; the operator runs child processes (exec credential
+// plugins), which must not inherit the listener or client connections and keep them open.
+template <typename Socket>
+void SetCloseOnExec(Socket& socket) {
+  const int fd = socket.native_handle();
+  const int flags = fcntl(fd, F_GETFD);
+  if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
 tcp::endpoint ToEndpoint(const std::string& address) {
@@ -64,6 +72,7 @@ class HttpServer::Impl {
         endpoint(ToEndpoint(core.options.address)),
         io(core.options.threads) {}
 
+  // Call with acceptor_mu held.
   void Accept() {
     acceptor.async_accept(net::make_strand(io),
                           [this](boost::system::error_code ec, tcp::socket socket) {
@@ -72,17 +81,23 @@ class HttpServer::Impl {
   }
 
   void OnAccept(boost::system::error_code ec, tcp::socket socket) {
-    // Stop() has begun: whatever was just accepted is dropped (closed with `socket`), and no
-    // accept is started again, since one on the closed acceptor would fail and be retried forever.
-    if (core.stopping() || !acceptor.is_open()) return;
+    if (!ec) Admit(std::move(socket));
+    const std::lock_guard lock(acceptor_mu);
+    if (!acceptor.is_open()) return;  // Stop() closed it: accept no more
     if (ec) {
       core.log.Warn("accept failed", {{"error", ec.message()}});
       retry.expires_after(kAcceptRetry);
       retry.async_wait([this](boost::system::error_code wait_ec) {
-        if (!wait_ec && !core.stopping()) Accept();
+        const std::lock_guard retry_lock(acceptor_mu);
+        if (!wait_ec && acceptor.is_open()) Accept();
       });
       return;
     }
+    Accept();
+  }
+
+  void Admit(tcp::socket socket) {
+    SetCloseOnExec(socket);
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);  // answers are one write: send it at once
     auto connection = std::make_shared<internal::Connection>(std::move(socket), core);
@@ -98,7 +113,6 @@ class HttpServer::Impl {
       case internal::ServerCore::Admission::kStopping:
         break;
     }
-    Accept();
   }
 
   void Run() {
@@ -117,8 +131,11 @@ class HttpServer::Impl {
   internal::ServerCore core;
   const tcp::endpoint endpoint;
   net::io_context io;
-  tcp::acceptor acceptor{net::make_strand(io)};
-  net::steady_timer retry{acceptor.get_executor()};
+  // Accepts are chained (one at a time), so only Stop() can touch the acceptor concurrently: a
+  // mutex is enough, and lets Stop() close it synchronously.
+  std::mutex acceptor_mu;
+  tcp::acceptor acceptor{io};   // guarded by acceptor_mu once the threads run
+  net::steady_timer retry{io};  // guarded by acceptor_mu
   std::vector<std::thread> threads;
   std::uint16_t port = 0;
   bool started = false;
@@ -140,6 +157,7 @@ void HttpServer::Start() {
   const std::string where = "listen on " + s.core.options.address;
   boost::system::error_code ec;
   s.acceptor.open(s.endpoint.protocol(), ec);
+  if (!ec) SetCloseOnExec(s.acceptor);
   if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) s.acceptor.bind(s.endpoint, ec);
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
@@ -150,7 +168,10 @@ void HttpServer::Start() {
   }
   s.port = s.acceptor.local_endpoint().port();
   s.started = true;
-  s.Accept();
+  {
+    const std::lock_guard lock(s.acceptor_mu);
+    s.Accept();
+  }
   for (int i = 0; i < s.core.options.threads; ++i) s.threads.emplace_back([&s] { s.Run(); });
   s.core.log.Info(
       "listening",
@@ -165,29 +186,15 @@ void HttpServer::Stop() {
   Impl& s = *impl_;
   const std::lock_guard lock(s.stop_mu);
   if (!s.started || s.threads.empty()) return;
-  s.core.CloseAll();
-  net::post(s.acceptor.get_executor(), [&s] {
+  s.core.CloseAll();  // from here on, whatever is still accepted is closed at once
+  {
+    const std::lock_guard acceptor_lock(s.acceptor_mu);
     boost::system::error_code ignored;
     s.acceptor.close(ignored);
     s.retry.cancel();
-  });
-  // The threads return once the last connection has closed and nothing is left to run. Give the
-  // connections a bounded time to finish; past it, stop the loop outright, so that an operation
-  // that did not end with its socket can never hang Stop() (seen: rarely, a closed idle
-  // connection kept the loop alive).
-  const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
-  while (s.core.open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (s.core.open_connections() > 0) {
-    s.core.log.Warn("connections still open at stop; abandoning them",
-                    {{"open", s.core.open_connections()}});
-  }
-  s.io.stop();
+  // The threads return once the closed connections have finished and nothing is left to run.
   for (auto& thread : s.threads) thread.join();
-  // The close posted above may not have run before the loop stopped; no thread runs now.
-  boost::system::error_code ignored;
-  s.acceptor.close(ignored);
   s.threads.clear();
   s.core.log.Info("stopped", {{"port", s.port}});
 }
