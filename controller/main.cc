@@ -3,7 +3,6 @@
 // /metrics, /healthz and /readyz; it stops cleanly on SIGTERM or SIGINT, handing the Lease back.
 //
 //   eoc-controller --kubeconfig ~/.kube/config --leader-elect --metrics-bind-address :8080
-#include <pthread.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/stop_signals.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/event_recorder.h"
@@ -40,23 +40,6 @@ struct Flags {
   std::string log_level = "info";
   kube::ClientOptions client;
 };
-
-// Blocks SIGTERM and SIGINT in every thread (call before starting any), so that WaitForSignal()
-// receives them instead of a random thread.
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
-
-int WaitForSignal(const sigset_t& set) {
-  int signal = 0;
-  sigwait(&set, &signal);
-  return signal;
-}
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
@@ -137,7 +120,7 @@ int Run(const Flags& flags) {
     elector->Start();
   }
 
-  const int signal = WaitForSignal(BlockStopSignals());
+  const int signal = eoc::WaitForStopSignal();
   log.Info("stopping", {{"signal", signal}});
   if (elector) elector->Stop();  // hands the Lease back first, so a successor starts at once
   pods.Stop();
@@ -151,7 +134,7 @@ int Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the blocked signals.
-  (void)BlockStopSignals();
+  eoc::BlockStopSignals();
   CLI::App app{"eoc-controller: runs fleets of LLM inference servers on Kubernetes"};
   Flags f;
   app.add_option("--kubeconfig", f.load.kubeconfig,

@@ -9,7 +9,6 @@
 //
 //   lease_contender --kubeconfig FILE --namespace NS --lease NAME --identity ID
 //                   [--lease-duration 15] [--renew-deadline 10] [--retry-period 2]   (seconds)
-#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -17,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/stop_signals.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/leader_election.h"
@@ -56,19 +56,8 @@ std::chrono::milliseconds Seconds(const std::map<std::string, std::string>& flag
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
-// Blocks SIGTERM and SIGINT in every thread (threads inherit the mask), so that main can take
-// them with sigwait instead of in a handler.
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
-
 int Run(int argc, char** argv) {
-  const sigset_t stop_signals = BlockStopSignals();
+  eoc::BlockStopSignals();
   const auto flags = ParseFlags(argc, argv);
   eoc::kube::LeaderElectionConfig config;
   config.lease_namespace = Required(flags, "namespace");
@@ -91,8 +80,7 @@ int Run(int argc, char** argv) {
        .on_stopped_leading = [&id] { Print("STOPPED", id); },
        .on_new_leader = [](const std::string& holder) { Print("LEADER", holder); }});
   elector.Start();
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
+  eoc::WaitForStopSignal();
   elector.Stop();
   Print("EXITING", id);
   return 0;

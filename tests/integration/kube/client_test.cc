@@ -16,13 +16,13 @@
 #include "kube/config.h"
 #include "kube/discovery.h"
 #include "manifests.h"
+#include "namespaced_test.h"
 
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
 using ::testing::AnyOf;
-using testing::ControlPlane;
 using ::testing::HasSubstr;
 using testing::UniqueName;
 
@@ -35,33 +35,14 @@ ClientOptions Fast() {
   return o;
 }
 
-class KubeClientTest : public ::testing::Test {
+class KubeClientTest : public testing::NamespacedTest {
  protected:
-  void SetUp() override {
-    plane_ = ControlPlane::Find();
-    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
-    client_ = Client::Create(plane_->AdminConfig(), Fast());
-    ns_ = UniqueName("it");
-    auto created = client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", ns_}}}});
-    ASSERT_OK(created);
-  }
-
-  void TearDown() override {
-    if (client_ && !ns_.empty()) {
-      (void)client_->Delete(resources::kNamespaces, "", ns_);
-    }
-  }
-
   static json ConfigMap(const std::string& name, const std::string& value) {
     return {{"apiVersion", "v1"},
             {"kind", "ConfigMap"},
             {"metadata", {{"name", name}, {"labels", {{"suite", "crud"}}}}},
             {"data", {{"value", value}}}};
   }
-
-  const ControlPlane* plane_ = nullptr;
-  std::unique_ptr<Client> client_;
-  std::string ns_;
 };
 
 TEST_F(KubeClientTest, CrudAndPagingOverManyObjects) {

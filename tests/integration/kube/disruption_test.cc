@@ -8,17 +8,16 @@
 #include <cstdio>
 #include <mutex>
 
-#include "control_plane.h"
 #include "informer_support.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
+#include "namespaced_test.h"
 
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
 using testing::ControlPlane;
-using testing::UniqueName;
 
 #define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
 
@@ -75,26 +74,14 @@ class Gate {
   bool held_ = false;
 };
 
-class DisruptionTest : public ::testing::Test {
+class DisruptionTest : public testing::NamespacedTest {
  protected:
   void SetUp() override {
-    plane_ = ControlPlane::Find();
-    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
-    ASSERT_EQ(plane_->Var("EOC_KUBE_WATCH_CACHE"), "false");
-    ClientOptions o;
-    o.qps = 200;
-    o.burst = 200;
-    client_ = Client::Create(plane_->AdminConfig(), o);
-    ns_ = UniqueName("dis");
-    ASSERT_OK(client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", ns_}}}}));
+    NamespacedTest::SetUp();
+    if (plane_ != nullptr) {
+      ASSERT_EQ(plane_->Var("EOC_KUBE_WATCH_CACHE"), "false");
+    }
   }
-  void TearDown() override {
-    if (client_) (void)client_->Delete(resources::kNamespaces, "", ns_);
-  }
-
-  const ControlPlane* plane_ = nullptr;
-  std::unique_ptr<Client> client_;
-  std::string ns_;
 };
 
 TEST_F(DisruptionTest, GoneWatchRelistsWithNoMissedAndNoPhantomObjects) {

@@ -7,33 +7,19 @@
 #include <regex>
 #include <string>
 
-#include "control_plane.h"
 #include "kube/client.h"
+#include "namespaced_test.h"
 
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-using testing::ControlPlane;
-using testing::UniqueName;
 
 #define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
 
-class EventRecorderApiTest : public ::testing::Test {
+class EventRecorderApiTest : public testing::NamespacedTest {
  protected:
-  void SetUp() override {
-    plane_ = ControlPlane::Find();
-    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
-    client_ = Client::Create(plane_->AdminConfig(), {});
-    ns_ = UniqueName("ev");
-    ASSERT_OK(client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", ns_}}}}));
-  }
-
-  void TearDown() override {
-    if (client_ && !ns_.empty()) (void)client_->Delete(resources::kNamespaces, "", ns_);
-  }
-
   // A ConfigMap to be the Events' object, and a reference to it.
   ObjectReference MakeObject(const std::string& name) {
     auto created = client_->Create(
@@ -57,10 +43,6 @@ class EventRecorderApiTest : public ::testing::Test {
     EXPECT_TRUE(page) << page.error().ToString();
     return page ? page->items : std::vector<json>{};
   }
-
-  const ControlPlane* plane_ = nullptr;
-  std::unique_ptr<Client> client_;
-  std::string ns_;
 };
 
 TEST_F(EventRecorderApiTest, CreatesAnEventVisibleThroughTheApi) {

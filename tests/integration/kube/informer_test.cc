@@ -8,39 +8,19 @@
 #include <map>
 #include <thread>
 
-#include "control_plane.h"
 #include "informer_support.h"
 #include "kube/pod_view.h"
+#include "namespaced_test.h"
 
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
-using testing::ControlPlane;
 using testing::UniqueName;
 
 #define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
 
-class InformerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    plane_ = ControlPlane::Find();
-    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
-    ClientOptions o;
-    o.qps = 200;
-    o.burst = 200;
-    client_ = Client::Create(plane_->AdminConfig(), o);
-    ns_ = UniqueName("inf");
-    ASSERT_OK(client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", ns_}}}}));
-  }
-  void TearDown() override {
-    if (client_) (void)client_->Delete(resources::kNamespaces, "", ns_);
-  }
-
-  const ControlPlane* plane_ = nullptr;
-  std::unique_ptr<Client> client_;
-  std::string ns_;
-};
+class InformerTest : public testing::NamespacedTest {};
 
 TEST_F(InformerTest, SeesCreatesUpdatesAndDeletesAndEqualsAFreshList) {
   for (int i = 0; i < 5; ++i) {

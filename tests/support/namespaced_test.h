@@ -1,0 +1,42 @@
+// A test fixture with a namespace of its own on the control plane: created before each test,
+// deleted after it, and an admin client without a client-side rate limit (the tests make many
+// calls; the limiter has unit tests of its own). Skips when no control plane is configured.
+//
+//   class MyTest : public eoc::testing::NamespacedTest {};
+//   TEST_F(MyTest, X) { client_->Create(resources::kPods, ns_, ...); }
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "control_plane.h"
+#include "kube/client.h"
+
+namespace eoc::testing {
+
+class NamespacedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plane_ = ControlPlane::Find();
+    if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
+    kube::ClientOptions o;
+    o.qps = 0;
+    client_ = kube::Client::Create(plane_->AdminConfig(), o);
+    ns_ = UniqueName("it");
+    auto created = client_->Create(kube::resources::kNamespaces, "",
+                                   nlohmann::json{{"metadata", {{"name", ns_}}}});
+    ASSERT_TRUE(created) << created.error().ToString();
+  }
+
+  void TearDown() override {
+    if (client_ && !ns_.empty()) (void)client_->Delete(kube::resources::kNamespaces, "", ns_);
+  }
+
+  const ControlPlane* plane_ = nullptr;
+  std::unique_ptr<kube::Client> client_;
+  std::string ns_;
+};
+
+}  // namespace eoc::testing
