@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   std::atomic<int> next{0};
   const double create_s = Time([&] {
     std::vector<std::thread> writers;
+    writers.reserve(4);
     for (int w = 0; w < 4; ++w) {
       writers.emplace_back([&] {
         for (int i = next++; i < pods; i = next++) {
@@ -143,6 +144,7 @@ int main(int argc, char** argv) {
   next = 0;
   const double events_s = Time([&] {
     std::vector<std::thread> writers;
+    writers.reserve(4);
     for (int w = 0; w < 4; ++w) {
       writers.emplace_back([&] {
         for (int i = next++; i < pods; i = next++) {

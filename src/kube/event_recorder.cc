@@ -13,7 +13,6 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::steady_clock;
-using std::chrono::system_clock;
 
 // What an Event name may hold (a DNS subdomain), and what the ".<16 hex>" suffix takes of it.
 constexpr std::size_t kMaxNameBytes = 253;

@@ -1,6 +1,7 @@
 // Helpers for informer integration tests.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -47,11 +48,9 @@ class EventLog {
             .on_delete = [this](const kube::PodView& p) { Push("delete", p.name); }};
   }
   bool Saw(const std::string& what, const std::string& name) const {
+    const std::string wanted = what + " " + name;
     const std::lock_guard lock(mu_);
-    for (const auto& e : events_) {
-      if (e == what + " " + name) return true;
-    }
-    return false;
+    return std::ranges::any_of(events_, [&wanted](const std::string& e) { return e == wanted; });
   }
 
  private:

@@ -34,7 +34,7 @@ struct Fixture : ::testing::Test {
     o.qps = 0;
     client = std::make_unique<Client>(std::move(t), o, clock, [](std::chrono::nanoseconds) {});
   }
-  std::unique_ptr<LeaderElector> Make(LeaderCallbacks cb = {}) {
+  std::unique_ptr<LeaderElector> Make(const LeaderCallbacks& cb = {}) {
     return std::make_unique<LeaderElector>(
         *client, LeaderElectionConfig{.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
         cb,
@@ -99,7 +99,8 @@ TEST_F(Fixture, ConflictIsALostRace) {
 }
 
 TEST_F(Fixture, RunLoopWithInjectedSleeper) {
-  std::atomic<int> started{0}, stopped{0};
+  std::atomic<int> started{0};
+  std::atomic<int> stopped{0};
   auto e =
       Make({.on_started_leading = [&] { ++started; }, .on_stopped_leading = [&] { ++stopped; }});
   fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
