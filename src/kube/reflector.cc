@@ -89,8 +89,9 @@ bool Reflector::ListOnce() {
     const std::lock_guard lock(mu_);
     rv_expired_ = false;
   }
-  sink_.Replace(std::move(page->items), page->resource_version);
+  // The version first: whoever sees the sink synced may read it at once.
   SetLastResourceVersion(page->resource_version);
+  sink_.Replace(std::move(page->items), page->resource_version);
   Healthy();
   return true;
 }
