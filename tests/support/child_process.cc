@@ -61,6 +61,8 @@ int ChildProcess::Wait() {
   int status = 0;
   waitpid(pid_, &status, 0);
   reaped_ = true;
+  // The process is gone: read what it wrote to the end, so that Output() has all of it.
+  if (reader_.joinable()) reader_.join();
   return status;
 }
 
@@ -70,6 +72,7 @@ std::optional<int> ChildProcess::WaitFor(std::chrono::milliseconds limit) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       reaped_ = true;
+      if (reader_.joinable()) reader_.join();
       return status;
     }
     if (Clock::now() >= deadline) return std::nullopt;
