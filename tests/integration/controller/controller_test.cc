@@ -13,6 +13,7 @@
 
 #include "child_process.h"
 #include "control_plane.h"
+#include "eventually.h"
 #include "files.h"
 #include "kube/client.h"
 
@@ -71,14 +72,7 @@ HttpAnswer Get(int port, const std::string& path) {
   return answer;
 }
 
-bool Eventually(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
+using testing::Eventually;
 
 class ControllerBinaryTest : public ::testing::Test {
  protected:

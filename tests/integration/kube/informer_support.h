@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "eventually.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
@@ -25,17 +26,6 @@ inline nlohmann::json Pod(const std::string& name) {
           {"spec",
            {{"automountServiceAccountToken", false},
             {"containers", nlohmann::json::array({{{"name", "w"}, {"image", "w"}}})}}}};
-}
-
-// Polls `done` until it is true or `limit` passes.
-inline bool Eventually(const std::function<bool()>& done,
-                       std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
 }
 
 // What the handlers saw, as "add name", "update name", "delete name".

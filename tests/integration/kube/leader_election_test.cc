@@ -23,6 +23,7 @@
 #include "child_process.h"
 #include "common/rfc3339.h"
 #include "control_plane.h"
+#include "eventually.h"
 #include "kube/client.h"
 #include "kube/credentials.h"
 #include "kube/transport.h"
@@ -41,16 +42,7 @@ using testing::UniqueName;
 
 constexpr const char* kLease = "eoc-leader";
 
-// Polls `condition` until it holds or `timeout` passes; true when it held.
-template <class F>
-bool Eventually(F condition, steady_clock::duration timeout) {
-  const auto deadline = steady_clock::now() + timeout;
-  while (!condition()) {
-    if (steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return true;
-}
+using eoc::testing::Eventually;
 
 double Seconds(steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
