@@ -175,8 +175,18 @@ Result<ListPage> Client::ListAll(const ResourceRef& r, const std::string& ns, Li
   }
 }
 
-Result<json> Client::Create(const ResourceRef& r, const std::string& ns, const json& object) {
-  return CallJson({"POST", r.CollectionPath(ns), object.dump(), "application/json"});
+Result<json> Client::Create(const ResourceRef& r, const std::string& ns, const json& object,
+                            const std::string& subresource) {
+  if (subresource.empty()) {
+    return CallJson({"POST", r.CollectionPath(ns), object.dump(), "application/json"});
+  }
+  std::string name;
+  try {
+    name = ParseObjectMeta(object).name;
+  } catch (const MappingError& e) {
+    return Invalid(r.QualifiedName() + " " + subresource + ": " + e.what());
+  }
+  return CallJson({"POST", r.ObjectPath(ns, name, subresource), object.dump(), "application/json"});
 }
 
 Result<json> Client::Update(const ResourceRef& r, const std::string& ns, const json& object,

@@ -90,8 +90,10 @@ class Client {
   Result<ListPage> List(const ResourceRef& r, const std::string& ns, const ListOptions& options);
   // Every page, following `continue` until the end (options.limit sets the page size).
   Result<ListPage> ListAll(const ResourceRef& r, const std::string& ns, ListOptions options);
+  // POST to the collection; with a subresource, POST to that subresource of the object the
+  // body's metadata.name names (a pod's "binding", "eviction").
   Result<nlohmann::json> Create(const ResourceRef& r, const std::string& ns,
-                                const nlohmann::json& object);
+                                const nlohmann::json& object, const std::string& subresource = "");
   // PUT: the object's metadata.resourceVersion makes it conditional; a stale one answers 409.
   Result<nlohmann::json> Update(const ResourceRef& r, const std::string& ns,
                                 const nlohmann::json& object, const std::string& subresource = "");

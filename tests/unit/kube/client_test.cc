@@ -119,6 +119,25 @@ TEST_F(ClientTest, UpdateUsesTheObjectsNameAndRefusesNone) {
   EXPECT_EQ(transport_->requests.size(), 1U);
 }
 
+TEST_F(ClientTest, CreatePostsToTheCollectionOrASubresourceOfTheNamedObject) {
+  transport_->Reply(201, R"({"metadata":{"name":"p"}})");
+  transport_->Reply(201, R"({"kind":"Status","status":"Success"})");
+  ASSERT_TRUE(client_->Create(resources::kPods, "ns", json{{"metadata", {{"name", "p"}}}}));
+  const json binding = {{"kind", "Binding"},
+                        {"metadata", {{"name", "p"}}},
+                        {"target", {{"kind", "Node"}, {"name", "n1"}}}};
+  ASSERT_TRUE(client_->Create(resources::kPods, "ns", binding, "binding"));
+  ASSERT_EQ(transport_->requests.size(), 2U);
+  EXPECT_EQ(transport_->requests[0].method, "POST");
+  EXPECT_EQ(transport_->requests[0].path, "/api/v1/namespaces/ns/pods");
+  EXPECT_EQ(transport_->requests[1].method, "POST");
+  EXPECT_EQ(transport_->requests[1].path, "/api/v1/namespaces/ns/pods/p/binding");
+  auto nameless = client_->Create(resources::kPods, "ns", json{{"kind", "Binding"}}, "binding");
+  ASSERT_FALSE(nameless);
+  EXPECT_THAT(nameless.error().message, HasSubstr("metadata: missing"));
+  EXPECT_EQ(transport_->requests.size(), 2U);
+}
+
 TEST_F(ClientTest, PatchContentTypes) {
   transport_->Reply(200, "{}");
   transport_->Reply(200, "{}");
