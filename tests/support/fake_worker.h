@@ -1,0 +1,182 @@
+// A fake LLM inference worker for tests and the demo: an HTTP server on one loopback address that
+// serves /metrics in the text form of a real engine (vLLM, SGLang, or TensorRT-LLM under Triton),
+// with values the test sets, optionally with DCGM's power series for its pod, and answers OpenAI
+// completions after a delay the test sets.
+//
+//   eoc::testing::FakeWorker worker({.address = "127.0.10.7:8000",
+//                                    .engine = eoc::testing::Engine::kSglang,
+//                                    .pod_name = "web-0", .pod_namespace = "ns", .dcgm = true});
+//   worker.Start();                                 // throws std::runtime_error if it cannot bind
+//   worker.SetLoad({.running = 3, .waiting = 1, .kv_cache_usage = 0.4, .watts = 250});
+//   worker.SetDelay(std::chrono::milliseconds(200));   // each completion answers after 200 ms
+//   ... GET http://127.0.10.7:8000/metrics, POST /v1/completions ...
+//   EXPECT_EQ(worker.requests_served(), 1);
+//   worker.Stop();                                  // or let the destructor do it
+//
+// Served: GET /metrics, GET /health (200), POST /v1/completions, POST /v1/chat/completions (a small
+// non-streaming OpenAI-shaped answer; `stream` is ignored). Every answer carries the header
+// `x-eoc-fake-worker: <pod namespace>/<pod name>` (or the address when no pod is named), so tests
+// can tell which worker served a request.
+//
+// The node agent configures a pod's worker from the pod's annotations (ApplyAnnotations below):
+//   fake.eoc.dev/engine: sglang   fake.eoc.dev/delay-ms: "250"   fake.eoc.dev/model: llama
+//   fake.eoc.dev/dcgm: "true"
+//
+// Limitation: the server's handlers are synchronous and run on its I/O threads, so the completion
+// delay sleeps in the handler. A worker serves at most `threads` delayed requests at once; more
+// wait for a thread. Stop() wakes sleeping handlers at once (they answer 503).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace eoc::server {
+class HttpServer;
+class Request;
+class Response;
+}  // namespace eoc::server
+
+namespace eoc::testing {
+
+enum class Engine { kVllm, kSglang, kTrtllm };
+
+// "vllm", "sglang" or "trtllm".
+std::string_view EngineName(Engine engine);
+// The engine of that name (as EngineName writes it); nullopt for anything else.
+std::optional<Engine> ParseEngine(std::string_view name);
+
+// What /metrics reports. Counters are totals since the worker "started"; the worker adds each
+// completion's prompt and generated tokens to the two token totals.
+struct FakeLoad {
+  std::int64_t running = 0;
+  std::int64_t waiting = 0;
+  double kv_cache_usage = 0;  // 0..1: the fraction of KV blocks in use
+  std::int64_t num_gpu_blocks = 8192;
+  std::int64_t block_size = 16;    // tokens per KV block (SGLang: page size)
+  std::int64_t max_running = 256;  // TensorRT-LLM's and SGLang's max running requests
+  std::int64_t prompt_tokens_total = 0;
+  std::int64_t generation_tokens_total = 0;
+  double watts = 0;                           // DCGM_FI_DEV_POWER_USAGE
+  std::int64_t energy_millijoules_total = 0;  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+};
+
+// Labels of the series: the model the engine serves, and the pod DCGM attributes the GPU to.
+struct MetricsLabels {
+  std::string model = "fake-model";
+  std::string pod_name;
+  std::string pod_namespace;
+};
+
+// The whole /metrics text of `engine` (with # HELP and # TYPE lines), plus DCGM's series when
+// `dcgm` is set. `served` is the number of completions answered (TensorRT-LLM's token histograms
+// count requests). The series, by form:
+//   vLLM    vllm:num_requests_running, vllm:num_requests_waiting, vllm:gpu_cache_usage_perc and
+//           vllm:kv_cache_usage_perc (old and new name), vllm:prompt_tokens_total,
+//           vllm:generation_tokens_total, vllm:cache_config_info{block_size,num_gpu_blocks,...} 1;
+//           labelled model_name
+//   SGLang  sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage,
+//           sglang:num_used_tokens, sglang:max_total_num_tokens, sglang:page_size,
+//           sglang:num_pages, sglang:prompt_tokens_total, sglang:generation_tokens_total;
+//           labelled model_name
+//   TRT-LLM nv_trt_llm_request_metrics{request_type=active|context|max|scheduled|waiting},
+//   (Triton) nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=fraction|free|max|tokens_per|
+//           used}, histograms nv_llm_input_token_len and nv_llm_output_token_len (their _sum are
+//           the token totals); labelled model="tensorrt_llm", version="1"
+//   DCGM    DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, a counter);
+//           labelled gpu, UUID, device, namespace, pod
+std::string RenderMetrics(Engine engine, const FakeLoad& load, const MetricsLabels& labels,
+                          bool dcgm, std::uint64_t served = 0);
+
+struct FakeWorkerOptions {
+  std::string address = "127.0.0.1:0";  // ip:port; port 0 picks a free one
+  Engine engine = Engine::kVllm;
+  std::string model = "fake-model";  // model_name label, and the default answer's model
+  std::string pod_name;              // for DCGM's pod/namespace labels and x-eoc-fake-worker
+  std::string pod_namespace;
+  bool dcgm = false;  // serve DCGM_FI_DEV_POWER_USAGE and _TOTAL_ENERGY_CONSUMPTION too
+  int threads = 4;    // I/O threads: how many delayed completions run at once
+  std::chrono::milliseconds delay{0};
+  FakeLoad load;
+  // Report `running` as load.running plus the completions being answered right now, so that real
+  // traffic shows up in the load a scraper reads.
+  bool count_in_flight = false;
+};
+
+// Pod annotations that configure a pod's fake worker (the node agent reads them).
+inline constexpr std::string_view kFakeAnnotationPrefix = "fake.eoc.dev/";
+inline constexpr const char* kEngineAnnotation = "fake.eoc.dev/engine";   // vllm | sglang | trtllm
+inline constexpr const char* kDelayAnnotation = "fake.eoc.dev/delay-ms";  // completion delay
+inline constexpr const char* kModelAnnotation = "fake.eoc.dev/model";     // the model served
+inline constexpr const char* kDcgmAnnotation = "fake.eoc.dev/dcgm";       // "true": DCGM series
+// The operator's own list of models a pod serves: its first entry is the fake worker's model when
+// fake.eoc.dev/model is absent.
+inline constexpr const char* kModelsAnnotation = "eoc.dev/models";
+
+// `options` changed as `annotations` ask. A value that cannot be read leaves the option as it was
+// and is described in `problems` (when given).
+FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
+                                   const std::map<std::string, std::string>& annotations,
+                                   std::vector<std::string>* problems = nullptr);
+
+class FakeWorker {
+ public:
+  explicit FakeWorker(FakeWorkerOptions options);
+  ~FakeWorker();  // Stop()s
+  FakeWorker(const FakeWorker&) = delete;
+  FakeWorker& operator=(const FakeWorker&) = delete;
+  FakeWorker(FakeWorker&&) = delete;
+  FakeWorker& operator=(FakeWorker&&) = delete;
+
+  // Binds and serves. Throws std::runtime_error when the address cannot be listened on.
+  void Start();
+  // Wakes delayed handlers, closes every connection and joins the threads. Idempotent.
+  void Stop();
+
+  // The bound port (the chosen one for port 0); 0 before Start().
+  std::uint16_t port() const;
+  // "ip:port" as bound.
+  std::string endpoint() const;
+  Engine engine() const { return options_.engine; }
+
+  // Thread-safe; take effect on the next request.
+  void SetLoad(const FakeLoad& load);
+  FakeLoad load() const;
+  void SetDelay(std::chrono::milliseconds delay);
+  std::chrono::milliseconds delay() const;
+
+  // Completions answered with 200 since Start().
+  std::uint64_t requests_served() const { return served_.load(); }
+  // Completions being answered (waiting out their delay) now.
+  std::int64_t in_flight() const { return in_flight_.load(); }
+
+  // What GET /metrics answers now.
+  std::string MetricsText() const;
+
+ private:
+  void Complete(const server::Request& request, server::Response& response, bool chat);
+  // Sleeps `d` unless Stop() comes first; false when stopped.
+  bool Wait(std::chrono::milliseconds d);
+  void Tag(server::Response& response) const;
+
+  const FakeWorkerOptions options_;
+  const std::string tag_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  FakeLoad load_;                    // guarded by mu_
+  std::chrono::milliseconds delay_;  // guarded by mu_
+  bool stopping_ = false;            // guarded by mu_
+  std::atomic<std::uint64_t> served_{0};
+  std::atomic<std::int64_t> in_flight_{0};
+  std::unique_ptr<server::HttpServer> server_;  // last: stopped before the rest goes
+};
+
+}  // namespace eoc::testing

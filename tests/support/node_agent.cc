@@ -1,0 +1,581 @@
+#include "node_agent.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "common/rfc3339.h"
+#include "kube/informer.h"
+#include "kube/work_queue.h"
+#include "telemetry/logging.h"
+
+namespace eoc::testing {
+namespace {
+
+using nlohmann::json;
+using WallClock = std::chrono::system_clock;
+
+constexpr const char* kGpuResource = "nvidia.com/gpu";
+constexpr int kDefaultPort = 8000;
+constexpr int kBindAttempts = 16;  // addresses tried for one worker before giving up for now
+
+// What the agent reads of a pod.
+struct AgentPod {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string node_name;
+  std::string phase;
+  std::string pod_ip;
+  std::string host_ip;
+  bool terminating = false;
+  bool ready = false;             // the Ready condition is True
+  bool containers_ready = false;  // the ContainersReady condition is True
+  std::map<std::string, std::string> node_selector;
+  std::map<std::string, std::string> annotations;
+  std::int64_t gpus = 0;  // nvidia.com/gpu requested, over all containers
+  int port = kDefaultPort;
+  std::vector<std::pair<std::string, std::string>> containers;  // name, image
+
+  std::string key() const { return ns + "/" + name; }
+};
+
+const json& Null() {
+  static const json kNull;
+  return kNull;
+}
+
+const json& Member(const json& object, const char* key) {
+  if (!object.is_object()) return Null();
+  const auto it = object.find(key);
+  return it == object.end() ? Null() : *it;
+}
+
+std::string Text(const json& object, const char* key) {
+  const json& v = Member(object, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::int64_t Units(const json& quantity) {
+  if (quantity.is_number_integer()) return quantity.get<std::int64_t>();
+  std::int64_t n = 0;
+  if (quantity.is_string()) {
+    const auto& s = quantity.get_ref<const std::string&>();
+    std::from_chars(s.data(), s.data() + s.size(), n);
+  }
+  return n;
+}
+
+bool ConditionTrue(const json& status, const char* type) {
+  const json& conditions = Member(status, "conditions");
+  if (!conditions.is_array()) return false;
+  return std::any_of(conditions.begin(), conditions.end(), [type](const json& c) {
+    return Text(c, "type") == type && Text(c, "status") == "True";
+  });
+}
+
+// Lenient beyond metadata: a spec field of an odd shape is read as absent.
+AgentPod ToAgentPod(const json& pod) {
+  kube::ObjectMeta meta = kube::ParseObjectMeta(pod);
+  AgentPod view{.ns = std::move(meta.ns), .name = std::move(meta.name), .uid = std::move(meta.uid)};
+  view.terminating = meta.deletion_timestamp.has_value();
+  for (auto& [k, v] : meta.annotations) {
+    if (k.starts_with(kFakeAnnotationPrefix) || k == kModelsAnnotation) {
+      view.annotations.emplace(k, v);
+    }
+  }
+  const json& spec = Member(pod, "spec");
+  view.node_name = Text(spec, "nodeName");
+  if (const json& selector = Member(spec, "nodeSelector"); selector.is_object()) {
+    for (const auto& [k, v] : selector.items()) {
+      if (v.is_string()) view.node_selector.emplace(k, v.get<std::string>());
+    }
+  }
+  const json& containers = Member(spec, "containers");
+  if (containers.is_array()) {
+    for (const json& c : containers) {
+      view.containers.emplace_back(Text(c, "name"), Text(c, "image"));
+      // A limit alone stands for the request too (the API server defaults it so).
+      const json& resources = Member(c, "resources");
+      const json& request = Member(Member(resources, "requests"), kGpuResource);
+      view.gpus +=
+          Units(request.is_null() ? Member(Member(resources, "limits"), kGpuResource) : request);
+    }
+    const json& ports = containers.empty() ? Null() : Member(containers[0], "ports");
+    const json& port =
+        ports.is_array() && !ports.empty() ? Member(ports[0], "containerPort") : Null();
+    if (port.is_number_integer() && port.get<int>() > 0 && port.get<int>() < 65536) {
+      view.port = port.get<int>();
+    }
+  }
+  const json& status = Member(pod, "status");
+  view.phase = Text(status, "phase");
+  view.pod_ip = Text(status, "podIP");
+  view.host_ip = Text(status, "hostIP");
+  view.ready = ConditionTrue(status, "Ready");
+  view.containers_ready = ConditionTrue(status, "ContainersReady");
+  return view;
+}
+
+// A loopback (127/8) IPv4 address as a number, for counting up from it.
+std::uint32_t ParseLoopback(const std::string& text) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, text.c_str(), &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127) {
+    throw std::invalid_argument("NodeAgent: address_base \"" + text +
+                                "\" is not an IPv4 loopback address (127.x.y.z)");
+  }
+  return ntohl(addr.s_addr);
+}
+
+std::string FormatIPv4(std::uint32_t ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
+         std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF);
+}
+
+// Loopback addresses handed out round-robin from a base, never one in use; so a released address
+// is the last to come back.
+class AddressPool {
+ public:
+  explicit AddressPool(std::uint32_t base) : base_(base), next_(base) {}
+
+  std::optional<std::string> Allocate() {
+    for (std::uint32_t tries = 0; tries < kLast - base_ + 1; ++tries) {
+      const std::uint32_t ip = next_;
+      next_ = next_ >= kLast ? base_ : next_ + 1;
+      const std::uint32_t low = ip & 0xFF;
+      if (low == 0 || low == 255) continue;
+      if (in_use_.insert(ip).second) return FormatIPv4(ip);
+    }
+    return std::nullopt;
+  }
+  // Takes a given address (a pod's existing podIP); false when it is in use or not loopback.
+  bool Claim(const std::string& text) {
+    in_addr addr{};
+    if (inet_pton(AF_INET, text.c_str(), &addr) != 1) return false;
+    const std::uint32_t ip = ntohl(addr.s_addr);
+    return (ip >> 24) == 127 && in_use_.insert(ip).second;
+  }
+  void Release(const std::string& text) {
+    in_addr addr{};
+    if (inet_pton(AF_INET, text.c_str(), &addr) == 1) in_use_.erase(ntohl(addr.s_addr));
+  }
+
+ private:
+  static constexpr std::uint32_t kLast = 0x7FFFFFFE;  // 127.255.255.254
+  const std::uint32_t base_;
+  std::uint32_t next_;
+  std::set<std::uint32_t> in_use_;
+};
+
+// What the agent keeps for a pod it runs.
+struct PodState {
+  std::string uid;
+  std::string ip;
+  std::shared_ptr<FakeWorker> worker;
+  bool want_ready = true;
+  WallClock::time_point start_time;
+  WallClock::time_point ready_since;  // the Ready condition's lastTransitionTime
+};
+
+json Condition(const char* type, bool status, WallClock::time_point since) {
+  json c = {{"type", type},
+            {"status", status ? "True" : "False"},
+            {"lastProbeTime", nullptr},
+            {"lastTransitionTime", FormatRfc3339(since)}};
+  if (!status) {
+    c["reason"] = "ContainersNotReady";
+    c["message"] = "made unready by the node agent";
+  }
+  return c;
+}
+
+}  // namespace
+
+class NodeAgent::Impl {
+ public:
+  Impl(kube::Client& client, NodeAgentOptions options)
+      : client_(client),
+        options_(std::move(options)),
+        pool_(ParseLoopback(options_.address_base)),
+        queue_("node-agent", RealClock(),
+               std::make_unique<kube::ItemExponentialFailureRateLimiter>(
+                   std::chrono::milliseconds(20), std::chrono::seconds(10))) {
+    if (options_.nodes.empty()) throw std::invalid_argument("NodeAgent: no node given");
+    for (auto& node : options_.nodes) {
+      if (node.name.empty()) throw std::invalid_argument("NodeAgent: a node has no name");
+      node.labels.emplace("kubernetes.io/hostname", node.name);
+      node.labels.emplace("kubernetes.io/os", "linux");
+      node.labels.emplace("kubernetes.io/arch", "amd64");
+    }
+    std::vector<std::string> namespaces = options_.namespaces;
+    if (namespaces.empty()) namespaces.emplace_back();  // one informer over all namespaces
+    for (const auto& ns : namespaces) {
+      auto informer = std::make_unique<kube::Informer<AgentPod>>(
+          client_, kube::ReflectorOptions{.resource = kube::resources::kPods, .ns = ns}, ToAgentPod,
+          RealClock());
+      const auto add = [this](const AgentPod& p) { queue_.Add(p.key()); };
+      informer->AddHandlers({.on_add = add,
+                             .on_update = [add](const AgentPod&, const AgentPod& p) { add(p); },
+                             .on_delete = add});
+      informers_.push_back(std::move(informer));
+    }
+  }
+
+  void Start() {
+    if (thread_.joinable()) throw std::logic_error("NodeAgent: started twice");
+    for (const auto& node : options_.nodes) queue_.Add("node:" + node.name);
+    for (auto& informer : informers_) informer->Start();
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  void Stop() {
+    for (auto& informer : informers_) informer->Stop();
+    queue_.ShutDown();
+    if (thread_.joinable()) thread_.join();
+    std::vector<std::shared_ptr<FakeWorker>> workers;
+    {
+      const std::lock_guard lock(mu_);
+      for (auto& [key, state] : pods_) {
+        if (state.worker) workers.push_back(std::move(state.worker));
+      }
+    }
+    for (auto& worker : workers) worker->Stop();
+  }
+
+  bool WaitForSync(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (auto& informer : informers_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (!informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) return false;
+    }
+    while (registered_nodes_.load() < options_.nodes.size()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+
+  std::shared_ptr<FakeWorker> Worker(const std::string& key) const {
+    const std::lock_guard lock(mu_);
+    const auto it = pods_.find(key);
+    return it == pods_.end() ? nullptr : it->second.worker;
+  }
+  std::string PodIP(const std::string& key) const {
+    const std::lock_guard lock(mu_);
+    const auto it = pods_.find(key);
+    return it == pods_.end() ? "" : it->second.ip;
+  }
+  bool SetReady(const std::string& key, bool ready) {
+    {
+      const std::lock_guard lock(mu_);
+      const auto it = pods_.find(key);
+      if (it == pods_.end()) return false;
+      if (it->second.want_ready != ready) it->second.ready_since = WallClock::now();
+      it->second.want_ready = ready;
+    }
+    queue_.Add(key);
+    return true;
+  }
+
+ private:
+  void Run() {
+    while (auto key = queue_.Get()) {
+      bool ok = false;
+      try {
+        ok = key->starts_with("node:") ? RegisterNode(key->substr(5)) : ReconcilePod(*key);
+      } catch (const std::exception& e) {
+        log_.Error("reconcile failed", {{"key", *key}, {"error", e.what()}});
+      }
+      if (ok) {
+        queue_.Forget(*key);
+      } else {
+        queue_.AddRateLimited(*key);
+      }
+      queue_.Done(*key);
+    }
+  }
+
+  const NodeSpec* FindNode(const std::string& name) const {
+    const auto it = std::find_if(options_.nodes.begin(), options_.nodes.end(),
+                                 [&](const NodeSpec& n) { return n.name == name; });
+    return it == options_.nodes.end() ? nullptr : &*it;
+  }
+
+  std::shared_ptr<const AgentPod> FindPod(const std::string& key) const {
+    if (options_.namespaces.empty()) return informers_.front()->Get(key);
+    const std::string ns = key.substr(0, key.find('/'));
+    for (std::size_t i = 0; i < options_.namespaces.size(); ++i) {
+      if (options_.namespaces[i] == ns) return informers_[i]->Get(key);
+    }
+    return nullptr;
+  }
+
+  bool RegisterNode(const std::string& name) {
+    const NodeSpec& node = *FindNode(name);
+    json resources = {
+        {"cpu", node.cpu}, {"memory", node.memory}, {"pods", std::to_string(node.pods)}};
+    if (node.gpus > 0) resources[kGpuResource] = std::to_string(node.gpus);
+    const std::string now = FormatRfc3339(WallClock::now());
+    const json status = {
+        {"capacity", resources},
+        {"allocatable", resources},
+        {"conditions", json::array({{{"type", "Ready"},
+                                     {"status", "True"},
+                                     {"reason", "KubeletReady"},
+                                     {"message", "the eoc node agent is posting ready status"},
+                                     {"lastHeartbeatTime", now},
+                                     {"lastTransitionTime", now}}})},
+        {"addresses", json::array({{{"type", "InternalIP"}, {"address", options_.host_ip}},
+                                   {{"type", "Hostname"}, {"address", node.name}}})},
+        {"nodeInfo",
+         {{"osImage", "eoc node agent"},
+          {"containerRuntimeVersion", "fake://1"},
+          {"kubeletVersion", "v1.20.2"},
+          {"kubeProxyVersion", "v1.20.2"},
+          {"operatingSystem", "linux"},
+          {"architecture", "amd64"}}}};
+    const json labels(node.labels);
+    auto created = client_.Create(kube::resources::kNodes, "",
+                                  {{"apiVersion", "v1"},
+                                   {"kind", "Node"},
+                                   {"metadata", {{"name", name}, {"labels", labels}}},
+                                   {"status", status}});
+    if (!created && !created.error().IsAlreadyExists()) return Failed("create node", name, created);
+    if (!created) {
+      auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                                   {{"metadata", {{"labels", labels}}}});
+      if (!patched) return Failed("label node", name, patched);
+    }
+    // Status is a subresource: a create may keep it, an update of the node never does.
+    auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                                 {{"status", status}}, "status");
+    if (!patched) return Failed("set node status", name, patched);
+    log_.Info("node registered", {{"node", name}, {"gpus", node.gpus}});
+    ++registered_nodes_;
+    return true;
+  }
+
+  template <class T>
+  bool Failed(const char* what, const std::string& key, const kube::Result<T>& result) {
+    log_.Warn("api call failed",
+              {{"op", what}, {"key", key}, {"error", result.error().ToString()}});
+    return false;
+  }
+
+  bool ReconcilePod(const std::string& key) {
+    const auto pod = FindPod(key);
+    {
+      const std::lock_guard lock(mu_);
+      const auto it = pods_.find(key);
+      if (it != pods_.end() && (pod == nullptr || pod->uid != it->second.uid)) Release(key);
+    }
+    if (pod == nullptr) return true;
+    const bool ours = FindNode(pod->node_name) != nullptr;
+    if (pod->terminating) {
+      if (!ours) return true;
+      {
+        const std::lock_guard lock(mu_);
+        Release(key);
+      }
+      auto deleted = client_.Delete(kube::resources::kPods, pod->ns, pod->name,
+                                    {.grace_period_seconds = 0, .precondition_uid = pod->uid});
+      if (!deleted && !deleted.error().IsNotFound() && !deleted.error().IsConflict()) {
+        return Failed("delete pod", key, deleted);
+      }
+      log_.Info("pod deletion finished", {{"pod", key}});
+      return true;
+    }
+    if (pod->phase == "Succeeded" || pod->phase == "Failed") return true;
+    if (pod->node_name.empty()) return Bind(*pod);
+    if (!ours) return true;
+    return StartPod(*pod) && Report(*pod);
+  }
+
+  // Stops the pod's worker and frees its address. mu_ held.
+  void Release(const std::string& key) {
+    const auto it = pods_.find(key);
+    if (it == pods_.end()) return;
+    if (it->second.worker) it->second.worker->Stop();
+    pool_.Release(it->second.ip);
+    log_.Info("pod stopped", {{"pod", key}, {"ip", it->second.ip}});
+    pods_.erase(it);
+  }
+
+  bool Bind(const AgentPod& pod) {
+    const auto fits = [&](const NodeSpec& node) {
+      if (pod.gpus > node.gpus) return false;
+      return std::all_of(pod.node_selector.begin(), pod.node_selector.end(), [&](const auto& kv) {
+        const auto it = node.labels.find(kv.first);
+        return it != node.labels.end() && it->second == kv.second;
+      });
+    };
+    const auto node = std::find_if(options_.nodes.begin(), options_.nodes.end(), fits);
+    if (node == options_.nodes.end()) {
+      log_.Info("no node fits the pod", {{"pod", pod.key()}, {"gpus", pod.gpus}});
+      return true;  // looked at again when the pod changes
+    }
+    auto bound =
+        client_.Create(kube::resources::kPods, pod.ns,
+                       {{"apiVersion", "v1"},
+                        {"kind", "Binding"},
+                        {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
+                        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node->name}}}},
+                       "binding");
+    // 409: bound meanwhile (by us, or another agent); 404: gone. Either way the next event says.
+    if (!bound && !bound.error().IsConflict() && !bound.error().IsNotFound()) {
+      return Failed("bind pod", pod.key(), bound);
+    }
+    if (bound) log_.Info("pod bound", {{"pod", pod.key()}, {"node", node->name}});
+    return true;
+  }
+
+  FakeWorkerOptions WorkerOptions(const AgentPod& pod) const {
+    std::vector<std::string> problems;
+    FakeWorkerOptions o = ApplyAnnotations({.model = options_.default_model,
+                                            .pod_name = pod.name,
+                                            .pod_namespace = pod.ns,
+                                            .threads = options_.worker_threads},
+                                           pod.annotations, &problems);
+    for (const auto& problem : problems) {
+      log_.Warn("annotation ignored", {{"pod", pod.key()}, {"problem", problem}});
+    }
+    return o;
+  }
+
+  // Gives the pod an address and, with workers on, a worker listening there.
+  bool StartPod(const AgentPod& pod) {
+    {
+      const std::lock_guard lock(mu_);
+      if (pods_.contains(pod.key())) return true;
+    }
+    PodState state{.uid = pod.uid, .start_time = WallClock::now(), .ready_since = WallClock::now()};
+    const bool reuse = !pod.pod_ip.empty() && pool_.Claim(pod.pod_ip);
+    for (int attempt = 0; attempt < kBindAttempts && state.ip.empty(); ++attempt) {
+      const auto ip = attempt == 0 && reuse ? std::optional(pod.pod_ip) : pool_.Allocate();
+      if (!ip) break;
+      if (!options_.start_workers) {
+        state.ip = *ip;
+        break;
+      }
+      FakeWorkerOptions o = WorkerOptions(pod);
+      o.address = *ip + ":" + std::to_string(pod.port);
+      try {
+        auto worker = std::make_shared<FakeWorker>(o);
+        worker->Start();
+        state.worker = std::move(worker);
+        state.ip = *ip;
+      } catch (const std::exception& e) {
+        // Something else holds it (or the port): round-robin tries it again only after the rest.
+        log_.Warn("worker could not listen", {{"pod", pod.key()}, {"error", e.what()}});
+        pool_.Release(*ip);
+      }
+    }
+    if (state.ip.empty()) {
+      log_.Error("no address for the pod", {{"pod", pod.key()}});
+      return false;
+    }
+    log_.Info("pod started", {{"pod", pod.key()},
+                              {"ip", state.ip},
+                              {"port", pod.port},
+                              {"worker", state.worker != nullptr}});
+    const std::lock_guard lock(mu_);
+    pods_.emplace(pod.key(), std::move(state));
+    return true;
+  }
+
+  // Patches pods/status when the server's differs from what the agent reports.
+  bool Report(const AgentPod& pod) {
+    PodState state;
+    {
+      const std::lock_guard lock(mu_);
+      const auto it = pods_.find(pod.key());
+      if (it == pods_.end()) return true;
+      state = it->second;
+    }
+    const bool ready = state.want_ready;
+    if (pod.phase == "Running" && pod.pod_ip == state.ip && pod.host_ip == options_.host_ip &&
+        pod.ready == ready && pod.containers_ready == ready) {
+      return true;
+    }
+    const std::string started = FormatRfc3339(state.start_time);
+    json containers = json::array();
+    for (const auto& [name, image] : pod.containers) {
+      containers.push_back({{"name", name},
+                            {"ready", ready},
+                            {"started", true},
+                            {"restartCount", 0},
+                            {"image", image},
+                            {"imageID", "fake://" + image},
+                            {"containerID", "fake://" + pod.uid + "/" + name},
+                            {"state", {{"running", {{"startedAt", started}}}}}});
+    }
+    const json status = {
+        {"phase", "Running"},
+        {"podIP", state.ip},
+        {"podIPs", json::array({{{"ip", state.ip}}})},
+        {"hostIP", options_.host_ip},
+        {"startTime", started},
+        {"conditions", json::array({Condition("PodScheduled", true, state.start_time),
+                                    Condition("Initialized", true, state.start_time),
+                                    Condition("ContainersReady", ready, state.ready_since),
+                                    Condition("Ready", ready, state.ready_since)})},
+        {"containerStatuses", containers}};
+    auto patched = client_.Patch(kube::resources::kPods, pod.ns, pod.name, kube::PatchType::kMerge,
+                                 {{"status", status}}, "status");
+    if (!patched && patched.error().IsNotFound()) return true;  // gone: the delete event follows
+    if (!patched) return Failed("patch pod status", pod.key(), patched);
+    log_.Info("pod status reported", {{"pod", pod.key()}, {"ip", state.ip}, {"ready", ready}});
+    return true;
+  }
+
+  kube::Client& client_;
+  NodeAgentOptions options_;
+  telemetry::Logger log_{"node-agent"};
+  AddressPool pool_;  // used by the work thread only
+  std::atomic<std::size_t> registered_nodes_{0};
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, PodState> pods_;  // guarded by mu_; changed by the work thread
+  kube::WorkQueue queue_;
+  std::vector<std::unique_ptr<kube::Informer<AgentPod>>> informers_;
+  std::thread thread_;
+};
+
+NodeAgent::NodeAgent(kube::Client& client, NodeAgentOptions options)
+    : impl_(std::make_unique<Impl>(client, std::move(options))) {}
+
+NodeAgent::~NodeAgent() { Stop(); }
+
+void NodeAgent::Start() { impl_->Start(); }
+void NodeAgent::Stop() { impl_->Stop(); }
+
+bool NodeAgent::WaitForSync(std::chrono::milliseconds timeout) {
+  return impl_->WaitForSync(timeout);
+}
+
+std::shared_ptr<FakeWorker> NodeAgent::Worker(const std::string& ns,
+                                              const std::string& name) const {
+  return impl_->Worker(ns + "/" + name);
+}
+
+std::string NodeAgent::PodIP(const std::string& ns, const std::string& name) const {
+  return impl_->PodIP(ns + "/" + name);
+}
+
+bool NodeAgent::SetReady(const std::string& ns, const std::string& name, bool ready) {
+  return impl_->SetReady(ns + "/" + name, ready);
+}
+
+std::string ProcessAddressBase() { return "127." + std::to_string(20 + getpid() % 200) + ".0.1"; }
+
+}  // namespace eoc::testing

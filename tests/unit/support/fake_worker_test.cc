@@ -1,0 +1,368 @@
+#include "fake_worker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "eventually.h"
+#include "server/http.h"
+
+namespace eoc::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace http = boost::beast::http;
+
+struct Answer {
+  int status = 0;
+  std::string content_type;
+  std::string worker;  // x-eoc-fake-worker
+  std::string body;
+};
+
+// One request on a new connection; nullopt when the connection fails or closes first.
+std::optional<Answer> Fetch(std::uint16_t port, http::verb verb, const std::string& target,
+                            const std::string& body = "") {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(30));
+  boost::system::error_code ec;
+  stream.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+  if (ec) return std::nullopt;
+  http::request<http::string_body> request{verb, target, 11};
+  request.set(http::field::host, "test");
+  if (!body.empty()) request.set(http::field::content_type, "application/json");
+  request.body() = body;
+  request.prepare_payload();
+  http::write(stream, request, ec);
+  if (ec) return std::nullopt;
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(stream, buffer, response, ec);
+  if (ec) return std::nullopt;
+  return Answer{static_cast<int>(response.result_int()),
+                std::string(response[http::field::content_type]),
+                std::string(response["x-eoc-fake-worker"]), response.body()};
+}
+
+// promtool's path on $PATH, or "".
+std::string FindPromtool() {
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read-only here
+  std::stringstream dirs(path == nullptr ? "" : path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = dir + "/promtool";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// Runs `promtool check metrics` on `text`: its exit status and what it printed.
+std::pair<int, std::string> PromtoolCheck(const std::string& promtool, const std::string& text) {
+  const std::string output_path =
+      ::testing::TempDir() + "fake-worker-promtool-" + std::to_string(getpid()) + ".out";
+  const std::string command = "'" + promtool + "' check metrics > '" + output_path + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "w");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  fwrite(text.data(), 1, text.size(), pipe);
+  const int status = pclose(pipe);
+  std::ifstream file(output_path);
+  std::stringstream output;
+  output << file.rdbuf();
+  std::filesystem::remove(output_path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output.str()};
+}
+
+FakeLoad SomeLoad() {
+  return {.running = 3,
+          .waiting = 2,
+          .kv_cache_usage = 0.25,
+          .num_gpu_blocks = 1000,
+          .block_size = 16,
+          .max_running = 128,
+          .prompt_tokens_total = 5000,
+          .generation_tokens_total = 7000,
+          .watts = 312.5,
+          .energy_millijoules_total = 123456789};
+}
+
+const MetricsLabels kLabels{.model = "llama", .pod_name = "web-0", .pod_namespace = "ns"};
+
+TEST(RenderMetricsTest, VllmForm) {
+  const std::string text = RenderMetrics(Engine::kVllm, SomeLoad(), kLabels, false);
+  EXPECT_THAT(text, HasSubstr("# TYPE vllm:num_requests_running gauge\n"
+                              "vllm:num_requests_running{model_name=\"llama\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("vllm:num_requests_waiting{model_name=\"llama\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("vllm:gpu_cache_usage_perc{model_name=\"llama\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("vllm:kv_cache_usage_perc{model_name=\"llama\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE vllm:prompt_tokens_total counter\n"
+                              "vllm:prompt_tokens_total{model_name=\"llama\"} 5000\n"));
+  EXPECT_THAT(text, HasSubstr("vllm:generation_tokens_total{model_name=\"llama\"} 7000\n"));
+  EXPECT_THAT(text, HasSubstr("vllm:cache_config_info{block_size=\"16\","));
+  EXPECT_THAT(text, HasSubstr("num_gpu_blocks=\"1000\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP vllm:num_requests_waiting "));
+  EXPECT_THAT(text, Not(HasSubstr("DCGM")));
+}
+
+TEST(RenderMetricsTest, SglangForm) {
+  const std::string text = RenderMetrics(Engine::kSglang, SomeLoad(), kLabels, false);
+  EXPECT_THAT(text, HasSubstr("sglang:num_running_reqs{model_name=\"llama\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:num_queue_reqs{model_name=\"llama\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:token_usage{model_name=\"llama\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:num_used_tokens{model_name=\"llama\"} 4000\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:max_total_num_tokens{model_name=\"llama\"} 16000\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:page_size{model_name=\"llama\"} 16\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:num_pages{model_name=\"llama\"} 1000\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:prompt_tokens_total{model_name=\"llama\"} 5000\n"));
+  EXPECT_THAT(text, HasSubstr("sglang:generation_tokens_total{model_name=\"llama\"} 7000\n"));
+}
+
+TEST(RenderMetricsTest, TensorRtLlmForm) {
+  const std::string text = RenderMetrics(Engine::kTrtllm, SomeLoad(), kLabels, false, 10);
+  const auto request = [](const char* type) {
+    return R"(nv_trt_llm_request_metrics{model="tensorrt_llm",request_type=")" + std::string(type) +
+           R"(",version="1"} )";
+  };
+  EXPECT_THAT(text, HasSubstr(request("active") + "5\n"));
+  EXPECT_THAT(text, HasSubstr(request("scheduled") + "3\n"));
+  EXPECT_THAT(text, HasSubstr(request("waiting") + "2\n"));
+  EXPECT_THAT(text, HasSubstr(request("max") + "128\n"));
+  EXPECT_THAT(text, HasSubstr(request("context") + "0\n"));
+  const auto block = [](const char* type) {
+    return R"(nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=")" + std::string(type) +
+           R"(",model="tensorrt_llm",version="1"} )";
+  };
+  EXPECT_THAT(text, HasSubstr(block("max") + "1000\n"));
+  EXPECT_THAT(text, HasSubstr(block("used") + "250\n"));
+  EXPECT_THAT(text, HasSubstr(block("free") + "750\n"));
+  EXPECT_THAT(text, HasSubstr(block("tokens_per") + "16\n"));
+  EXPECT_THAT(text, HasSubstr(block("fraction") + "0.25\n"));
+  // Token totals as histogram sums; 10 requests of 500 prompt tokens on average.
+  EXPECT_THAT(text, HasSubstr("# TYPE nv_llm_input_token_len histogram\n"));
+  EXPECT_THAT(text, HasSubstr("nv_llm_input_token_len_sum{model=\"tensorrt_llm\",response_metric_"
+                              "type=\"total_input_tokens\",version=\"1\"} 5000\n"));
+  EXPECT_THAT(text, HasSubstr("nv_llm_input_token_len_count{model=\"tensorrt_llm\",response_"
+                              "metric_type=\"total_input_tokens\",version=\"1\"} 10\n"));
+  EXPECT_THAT(text, HasSubstr("type=\"total_input_tokens\",version=\"1\",le=\"100\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("type=\"total_input_tokens\",version=\"1\",le=\"500\"} 10\n"));
+  EXPECT_THAT(text, HasSubstr("nv_llm_output_token_len_sum{model=\"tensorrt_llm\",response_"
+                              "metric_type=\"total_output_tokens\",version=\"1\"} 7000\n"));
+}
+
+TEST(RenderMetricsTest, DcgmSeriesWhenAsked) {
+  const std::string text = RenderMetrics(Engine::kVllm, SomeLoad(), kLabels, true);
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{gpu="
+                              "\"0\",UUID=\"GPU-"));
+  EXPECT_THAT(text, HasSubstr(",namespace=\"ns\",pod=\"web-0\"} 312.5\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
+  EXPECT_THAT(text, HasSubstr(",namespace=\"ns\",pod=\"web-0\"} 123456789\n"));
+}
+
+TEST(RenderMetricsTest, EscapesLabelValues) {
+  const MetricsLabels odd{.model = "a\"b\\c\nd"};
+  EXPECT_THAT(RenderMetrics(Engine::kVllm, {}, odd, false),
+              HasSubstr("{model_name=\"a\\\"b\\\\c\\nd\"} 0\n"));
+}
+
+// Every form is valid exposition text. promtool's linter (2.42) also reports names that break
+// its conventions, and real engines break two of them: colons in vLLM's and SGLang's names
+// (which the linter reserves for recording rules), and a counter without `_total`
+// (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, as dcgm-exporter declares it). Those two, and nothing
+// else, are allowed.
+TEST(RenderMetricsTest, PromtoolAcceptsEveryForm) {
+  const std::string promtool = FindPromtool();
+  if (promtool.empty()) GTEST_SKIP() << "promtool is not on PATH";
+  for (const Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+    for (const bool dcgm : {false, true}) {
+      const std::string text = RenderMetrics(engine, SomeLoad(), kLabels, dcgm, 3);
+      const auto [status, output] = PromtoolCheck(promtool, text);
+      std::string trace(EngineName(engine));
+      trace.append(dcgm ? " with DCGM" : "").append(":\n").append(text);
+      trace.append("\npromtool said:\n").append(output);
+      SCOPED_TRACE(trace);
+      ASSERT_TRUE(status == 0 || status == 3) << "promtool exit status " << status;
+      std::stringstream lines(output);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.empty()) continue;
+        const bool colon = line.find("metric names should not contain ':'") != std::string::npos;
+        const bool energy = line.starts_with("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter");
+        EXPECT_TRUE(colon || energy) << "unexpected promtool finding: " << line;
+      }
+      if (engine == Engine::kTrtllm && !dcgm) {
+        EXPECT_EQ(status, 0);
+      }
+    }
+  }
+}
+
+TEST(EngineTest, NamesRoundTrip) {
+  for (const Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+    EXPECT_EQ(ParseEngine(EngineName(engine)), engine);
+  }
+  EXPECT_EQ(ParseEngine("VLLM"), std::nullopt);
+  EXPECT_EQ(ParseEngine(""), std::nullopt);
+}
+
+TEST(ApplyAnnotationsTest, ReadsWhatItCanAndNamesTheRest) {
+  std::vector<std::string> problems;
+  FakeWorkerOptions o = ApplyAnnotations({.model = "default"},
+                                         {{kEngineAnnotation, "trtllm"},
+                                          {kDelayAnnotation, "250"},
+                                          {kDcgmAnnotation, "true"},
+                                          {kModelsAnnotation, "llama,mistral"}},
+                                         &problems);
+  EXPECT_EQ(o.engine, Engine::kTrtllm);
+  EXPECT_EQ(o.delay, std::chrono::milliseconds(250));
+  EXPECT_TRUE(o.dcgm);
+  EXPECT_EQ(o.model, "llama");
+  EXPECT_TRUE(problems.empty());
+
+  o = ApplyAnnotations({.model = "default"},
+                       {{kModelAnnotation, "qwen"}, {kModelsAnnotation, "llama"}}, &problems);
+  EXPECT_EQ(o.model, "qwen");
+  EXPECT_EQ(o.engine, Engine::kVllm);
+
+  o = ApplyAnnotations(
+      {.engine = Engine::kSglang, .delay = std::chrono::milliseconds(5)},
+      {{kEngineAnnotation, "tgi"}, {kDelayAnnotation, "-1"}, {kDcgmAnnotation, "yes"}}, &problems);
+  EXPECT_EQ(o.engine, Engine::kSglang);
+  EXPECT_EQ(o.delay, std::chrono::milliseconds(5));
+  EXPECT_FALSE(o.dcgm);
+  ASSERT_EQ(problems.size(), 3U);
+  EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/engine"));
+  EXPECT_THAT(problems[0], HasSubstr("tgi"));
+}
+
+class FakeWorkerTest : public ::testing::Test {
+ protected:
+  void Start(FakeWorkerOptions options) {
+    options.address = "127.0.0.1:0";
+    options.pod_name = "web-0";
+    options.pod_namespace = "ns";
+    worker_ = std::make_unique<FakeWorker>(std::move(options));
+    worker_->Start();
+  }
+  std::optional<Answer> Get(const std::string& target) const {
+    return Fetch(worker_->port(), http::verb::get, target);
+  }
+  std::optional<Answer> Post(const std::string& target, const std::string& body) const {
+    return Fetch(worker_->port(), http::verb::post, target, body);
+  }
+
+  std::unique_ptr<FakeWorker> worker_;
+};
+
+TEST_F(FakeWorkerTest, ServesMetricsWithTheValuesSet) {
+  Start({.engine = Engine::kSglang, .model = "llama", .dcgm = true});
+  EXPECT_EQ(worker_->endpoint(), "127.0.0.1:" + std::to_string(worker_->port()));
+  worker_->SetLoad(SomeLoad());
+  auto answer = Get("/metrics");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_EQ(answer->content_type, server::kPrometheusContentType);
+  EXPECT_EQ(answer->worker, "ns/web-0");
+  EXPECT_EQ(answer->body, worker_->MetricsText());
+  EXPECT_THAT(answer->body, HasSubstr("sglang:num_running_reqs{model_name=\"llama\"} 3\n"));
+  EXPECT_THAT(answer->body, HasSubstr(",namespace=\"ns\",pod=\"web-0\"} 312.5\n"));
+
+  FakeLoad load = worker_->load();
+  load.running = 9;
+  worker_->SetLoad(load);
+  answer = Get("/metrics");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_THAT(answer->body, HasSubstr("sglang:num_running_reqs{model_name=\"llama\"} 9\n"));
+
+  answer = Get("/health");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+}
+
+TEST_F(FakeWorkerTest, AnswersCompletionsAndCountsThem) {
+  Start({.model = "llama"});
+  auto answer = Post("/v1/completions", R"({"model": "m1", "prompt": "0123456789abcdef",
+                                            "max_tokens": 5})");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_EQ(answer->worker, "ns/web-0");
+  const auto completion = nlohmann::json::parse(answer->body);
+  EXPECT_EQ(completion["object"], "text_completion");
+  EXPECT_EQ(completion["model"], "m1");
+  EXPECT_TRUE(completion["choices"][0]["text"].is_string());
+  EXPECT_EQ(completion["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(completion["usage"]["completion_tokens"], 5);
+
+  answer = Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+  const auto chat = nlohmann::json::parse(answer->body);
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["model"], "llama");
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+
+  EXPECT_EQ(worker_->requests_served(), 2);
+  // The token totals grow with what was served: 4 + 1 prompt, 5 + 16 generated.
+  EXPECT_EQ(worker_->load().prompt_tokens_total, 5);
+  EXPECT_EQ(worker_->load().generation_tokens_total, 21);
+
+  answer = Post("/v1/completions", "not json");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 400);
+  answer = Post("/v1/chat/completions", R"({"prompt": "wrong field"})");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 400);
+  EXPECT_EQ(worker_->requests_served(), 2);
+}
+
+TEST_F(FakeWorkerTest, CompletionsWaitOutTheDelay) {
+  Start({.delay = std::chrono::milliseconds(200)});
+  const auto start = std::chrono::steady_clock::now();
+  const auto answer = Post("/v1/completions", R"({"prompt": "x"})");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_GE(elapsed, std::chrono::milliseconds(200));  // a lower bound: never a speed
+
+  worker_->SetDelay(std::chrono::milliseconds(0));
+  EXPECT_EQ(worker_->delay(), std::chrono::milliseconds(0));
+  EXPECT_EQ(Get("/metrics")->status, 200);  // /metrics never waits
+}
+
+TEST_F(FakeWorkerTest, CountsRequestsInFlightAndStopWakesThem) {
+  Start({.delay = std::chrono::minutes(10), .count_in_flight = true});
+  auto pending = std::async(std::launch::async,
+                            [this] { return Post("/v1/completions", R"({"prompt": "x"})"); });
+  ASSERT_TRUE(Eventually([&] { return worker_->in_flight() == 1; }));
+  EXPECT_EQ(worker_->requests_served(), 0);
+  EXPECT_THAT(Get("/metrics")->body, HasSubstr("vllm:num_requests_running{model_name="
+                                               "\"fake-model\"} 1\n"));
+  worker_->Stop();  // returns although a handler was sleeping for ten minutes
+  const auto answer = pending.get();
+  if (answer.has_value()) {  // or the connection closed first
+    EXPECT_EQ(answer->status, 503);
+  }
+  EXPECT_EQ(worker_->requests_served(), 0);
+  EXPECT_EQ(worker_->in_flight(), 0);
+}
+
+}  // namespace
+}  // namespace eoc::testing
