@@ -1,6 +1,7 @@
-// eoc-controller: the operator's process. For now it runs the machinery every later part stands
-// on: informers over the worker pods, leader election on a Lease, and the HTTP endpoints
-// /metrics, /healthz and /readyz; it stops cleanly on SIGTERM or SIGINT, handing the Lease back.
+// eoc-controller: the operator's process. It runs the InferencePool controller (informers over
+// pools, worker pods and nodes; the reconciler that keeps each pool's workers and publishes its
+// status), leader election on a Lease, and the HTTP endpoints /metrics, /healthz and /readyz; it
+// stops cleanly on SIGTERM or SIGINT, handing the Lease back.
 //
 //   eoc-controller --kubeconfig ~/.kube/config --leader-elect --metrics-bind-address :8080
 #include <unistd.h>
@@ -12,13 +13,13 @@
 #include <optional>
 
 #include "common/stop_signals.h"
+#include "controller/kube_metrics.h"
+#include "controller/pool_controller.h"
+#include "controller/pool_metrics.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/event_recorder.h"
-#include "kube/informer.h"
 #include "kube/leader_election.h"
-#include "kube/pod_view.h"
-#include "kube_metrics.h"
 #include "server/handlers.h"
 #include "server/server.h"
 #include "telemetry/logging.h"
@@ -31,7 +32,8 @@ namespace kube = eoc::kube;
 
 struct Flags {
   kube::LoadOptions load;
-  std::string ns;  // "" = all namespaces
+  std::vector<std::string> namespaces;  // empty = all namespaces
+  int reconcile_workers = 2;
   bool leader_elect = false;
   std::string leader_election_namespace;
   std::string leader_election_id = "eoc-operator";
@@ -66,12 +68,16 @@ int Run(const Flags& flags) {
 
   eoc::telemetry::Metrics metrics;
   eoc::controller::KubeMetrics kube_metrics(metrics.registry());
+  eoc::controller::PoolMetrics pool_metrics(metrics.registry());
   eoc::server::ReadinessChecks readiness;
 
-  kube::ReflectorOptions pod_options{.resource = kube::resources::kPods, .ns = flags.ns};
-  pod_options.metrics = &kube_metrics.Reflector("pods");
-  kube::Informer<kube::PodView> pods(*client, pod_options, kube::ToPodView, eoc::RealClock());
-  readiness.Add("pods-synced", [&pods] { return pods.HasSynced(); });
+  kube::EventRecorder recorder(*client, {.component = "eoc-controller"});
+  eoc::controller::PoolController pools(
+      *client, recorder, {.namespaces = flags.namespaces, .workers = flags.reconcile_workers},
+      eoc::RealClock(), &kube_metrics, &pool_metrics);
+  readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
+  readiness.Add("pods-synced", [&pools] { return pools.PodsSynced(); });
+  readiness.Add("nodes-synced", [&pools] { return pools.NodesSynced(); });
 
   // Two listeners, as controller-runtime: metrics, and the kubelet's probes.
   const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
@@ -82,9 +88,7 @@ int Run(const Flags& flags) {
   log.Info("serving",
            {{"metrics", flags.metrics_bind_address}, {"health", flags.health_probe_bind_address}});
 
-  pods.Start();
-
-  kube::EventRecorder recorder(*client, {.component = "eoc-controller"});
+  pools.Start();
   std::unique_ptr<kube::Client> elector_client;
   std::unique_ptr<kube::LeaderElector> elector;
   if (flags.leader_elect) {
@@ -98,13 +102,15 @@ int Run(const Flags& flags) {
                                       .name = lc.lease_name,
                                       .api_version = "coordination.k8s.io/v1"};
     kube::LeaderCallbacks callbacks;
-    callbacks.on_started_leading = [&log, &recorder, lease, identity = lc.identity] {
+    callbacks.on_started_leading = [&log, &recorder, &pools, lease, identity = lc.identity] {
       log.Info("started leading", {{"lease", lease.ns + "/" + lease.name}});
       recorder.Record(lease, kube::EventType::kNormal, "LeaderElection",
                       identity + " became leader");
+      pools.SetLeading(true);
     };
-    callbacks.on_stopped_leading = [&log, lease] {
+    callbacks.on_stopped_leading = [&log, &pools, lease] {
       log.Info("stopped leading", {{"lease", lease.ns + "/" + lease.name}});
+      pools.SetLeading(false);
     };
     callbacks.on_new_leader = [&log](const std::string& who) {
       log.Info("leader observed", {{"identity", who}});
@@ -118,12 +124,14 @@ int Run(const Flags& flags) {
         *elector_client, lc, callbacks,
         kube::LeaderElectorDeps{.metrics = &kube_metrics.Leader(lc.lease_name)});
     elector->Start();
+  } else {
+    pools.SetLeading(true);
   }
 
   const int signal = eoc::WaitForStopSignal();
   log.Info("stopping", {{"signal", signal}});
   if (elector) elector->Stop();  // hands the Lease back first, so a successor starts at once
-  pods.Stop();
+  pools.Stop();
   if (metrics_server) metrics_server->Stop();
   health_server->Stop();
   log.Info("stopped");
@@ -140,7 +148,9 @@ int main(int argc, char** argv) {
   app.add_option("--kubeconfig", f.load.kubeconfig,
                  "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   app.add_option("--context", f.load.context, "kubeconfig context (default: current-context)");
-  app.add_option("--namespace", f.ns, "watch worker pods in this namespace only (default: all)");
+  app.add_option("--namespace", f.namespaces,
+                 "watch InferencePools and pods in this namespace only; repeat for more "
+                 "(default: all)");
   app.add_flag("--leader-elect", f.leader_elect,
                "elect a leader on a Lease; only the leader writes status and scales");
   app.add_option("--leader-election-namespace", f.leader_election_namespace,
@@ -152,6 +162,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
                  "host:port for /healthz and /readyz")
+      ->capture_default_str();
+  app.add_option("--reconcile-workers", f.reconcile_workers,
+                 "pools reconciled at once (each pool by one worker at a time)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
   app.add_option("--kube-api-qps", f.client.qps, "client-side limit on API calls per second")

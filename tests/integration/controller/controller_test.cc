@@ -13,9 +13,12 @@
 
 #include "child_process.h"
 #include "control_plane.h"
+#include "crds.h"
 #include "eventually.h"
 #include "files.h"
 #include "kube/client.h"
+#include "manifests.h"
+#include "node_agent.h"
 
 namespace eoc::controller {
 namespace {
@@ -80,6 +83,8 @@ class ControllerBinaryTest : public ::testing::Test {
     plane_ = ControlPlane::Find();
     if (plane_ == nullptr) GTEST_SKIP() << "EOC_KUBE_ENV is not set: no control plane";
     client_ = kube::Client::Create(plane_->AdminConfig(), {});
+    // Without its CRD the controller never becomes ready: /readyz names inferencepools-synced.
+    ASSERT_EQ(testing::InstallCrds(*plane_), "");
   }
 
   std::vector<std::string> Args(const std::string& lease, int metrics_port, int health_port,
@@ -147,6 +152,47 @@ TEST_F(ControllerBinaryTest, ReadyOnceSyncedServesValidMetricsLeadsAndHandsTheLe
   ASSERT_TRUE(status.has_value()) << controller.Output();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << controller.Output();
   EXPECT_EQ(Holder(lease), "");
+}
+
+TEST_F(ControllerBinaryTest, PublishesAPoolsWorkers) {
+  const std::string ns = testing::UniqueName("it");
+  ASSERT_TRUE(client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}));
+  const std::string node = testing::UniqueName("node");
+  testing::NodeAgent agent(*client_, {.nodes = {{.name = node}},
+                                      .namespaces = {ns},
+                                      .address_base = testing::ProcessAddressBase()});
+  agent.Start();
+  ASSERT_TRUE(agent.WaitForSync(std::chrono::seconds(60)));
+  ASSERT_TRUE(
+      client_->Create(kube::resources::kDeployments, ns, testing::WorkerDeployment("w", 2)));
+  const kube::ResourceRef pools{"eoc.dev", "v1alpha1", "inferencepools"};
+  ASSERT_TRUE(client_->Create(
+      pools, ns,
+      {{"apiVersion", "eoc.dev/v1alpha1"},
+       {"kind", "InferencePool"},
+       {"metadata", {{"name", "w"}}},
+       {"spec", {{"selector", {{"matchLabels", {{"app", "w"}}}}}, {"targetPort", 8000}}}}));
+
+  const int metrics_port = FreePort();
+  std::vector<std::string> args = Args(testing::UniqueName("eoc-it"), metrics_port, FreePort());
+  args.insert(args.end(), {"--namespace", ns});
+  ChildProcess controller(args, /*merge_stderr=*/true);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto pool = client_->Get(pools, ns, "w");
+        return pool && pool->contains("status") && (*pool)["status"].value("readyWorkers", 0) == 2;
+      },
+      std::chrono::seconds(90)))
+      << controller.Output();
+  const std::string gauge = "eoc_pool_workers{namespace=\"" + ns + "\",pool=\"w\"} 2";
+  EXPECT_TRUE(Eventually(
+      [&] { return Get(metrics_port, "/metrics").body.find(gauge) != std::string::npos; },
+      std::chrono::seconds(30)));
+  controller.Signal(SIGTERM);
+  EXPECT_TRUE(controller.WaitFor(std::chrono::seconds(30)).has_value());
+  agent.Stop();
+  (void)client_->Delete(kube::resources::kNodes, "", node);
+  (void)client_->Delete(kube::resources::kNamespaces, "", ns);
 }
 
 TEST_F(ControllerBinaryTest, NotReadyWhileTheApiServerCannotBeReached) {

@@ -1,0 +1,120 @@
+#include "controller/pool_status.h"
+
+#include <algorithm>
+
+namespace eoc::controller {
+namespace {
+
+// Errors named in one condition message; the rest are counted.
+constexpr std::size_t kErrorsInMessage = 5;
+
+api::Condition Make(std::string_view type, const char* status, const char* reason,
+                    std::string message, std::int64_t generation) {
+  return {.type = std::string(type),
+          .status = status,
+          .reason = reason,
+          .message = std::move(message),
+          .observed_generation = generation};
+}
+
+std::string WorkerCount(std::size_t n) {
+  return std::to_string(n) + (n == 1 ? " worker is ready" : " workers are ready");
+}
+
+}  // namespace
+
+std::string DescribeErrors(const std::vector<api::FieldError>& errors) {
+  std::string out;
+  const std::size_t shown = std::min(errors.size(), kErrorsInMessage);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += "; ";
+    out += errors[i].ToString();
+  }
+  if (errors.size() > shown) {
+    out += " (and " + std::to_string(errors.size() - shown) + " more)";
+  }
+  return out;
+}
+
+api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
+                                    const std::vector<Worker>& workers,
+                                    const std::optional<api::RoutingTable>& previous) {
+  api::RoutingTable table;
+  table.strategy = std::string(api::ToString(spec.routing.strategy));
+  const std::size_t n = std::min(workers.size(), api::kMaxRoutingTableWorkers);
+  table.workers.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Worker& w = workers[i];
+    table.workers.push_back({.pod = w.pod,
+                             .address = w.address,
+                             .weight = kEqualWeight,
+                             .draining = false,
+                             .models = w.models});
+  }
+  if (!previous) {
+    table.generation = 1;
+  } else {
+    const bool same = previous->strategy == table.strategy && previous->workers == table.workers;
+    table.generation = same ? previous->generation : previous->generation + 1;
+  }
+  return table;
+}
+
+api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
+                                       const std::vector<Worker>& workers, const std::string& now) {
+  api::InferencePoolStatus next = pool.status;
+  const std::int64_t gen = pool.generation;
+  next.observed_generation = gen;
+  auto& conditions = next.conditions;
+  if (!pool.errors.empty()) {
+    const std::string why = DescribeErrors(pool.errors);
+    api::SetCondition(
+        conditions, Make(api::kConditionSpecValid, "False", reasons::kSpecInvalid, why, gen), now);
+    api::SetCondition(conditions,
+                      Make(api::kConditionReady, "False", reasons::kSpecInvalid,
+                           "the spec is invalid: " + why, gen),
+                      now);
+    return next;
+  }
+  api::SetCondition(
+      conditions,
+      Make(api::kConditionSpecValid, "True", reasons::kSpecValid, "the spec is valid", gen), now);
+  next.ready_workers = static_cast<std::int32_t>(workers.size());
+  next.routing = BuildRoutingTable(pool.spec, workers, pool.status.routing);
+  if (workers.empty()) {
+    api::SetCondition(conditions,
+                      Make(api::kConditionReady, "False", reasons::kNoReadyWorkers,
+                           "no pod matching the selector is ready", gen),
+                      now);
+  } else if (workers.size() > api::kMaxRoutingTableWorkers) {
+    api::SetCondition(conditions,
+                      Make(api::kConditionReady, "True", reasons::kTableTruncated,
+                           WorkerCount(workers.size()) + "; the routing table lists the first " +
+                               std::to_string(api::kMaxRoutingTableWorkers) + " by pod name",
+                           gen),
+                      now);
+  } else {
+    api::SetCondition(conditions,
+                      Make(api::kConditionReady, "True", reasons::kWorkersReady,
+                           WorkerCount(workers.size()), gen),
+                      now);
+  }
+  api::SetCondition(conditions,
+                    Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
+                         "worker metrics are not read yet by this version of the operator", gen),
+                    now);
+  if (!pool.spec.autoscaling.enabled) {
+    api::SetCondition(conditions,
+                      Make(api::kConditionScalingActive, "False", reasons::kAutoscalingDisabled,
+                           "spec.autoscaling is not enabled", gen),
+                      now);
+  } else {
+    api::SetCondition(conditions,
+                      Make(api::kConditionScalingActive, "Unknown", reasons::kAutoscalerNotRunning,
+                           "this version of the operator does not scale yet", gen),
+                      now);
+  }
+  return next;
+}
+
+}  // namespace eoc::controller

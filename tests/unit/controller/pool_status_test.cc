@@ -1,0 +1,145 @@
+#include "controller/pool_status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace eoc::controller {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kT0 = "2026-11-30T10:00:00Z";
+constexpr const char* kT1 = "2026-11-30T10:05:00Z";
+
+api::InferencePool Pool() {
+  api::InferencePool pool;
+  pool.ns = "prod";
+  pool.name = "chat";
+  pool.generation = 3;
+  pool.spec.selector =
+      api::LabelSelector(std::vector<api::LabelRequirement>{{.key = "app", .values = {"chat"}}});
+  pool.spec.target_port = 8000;
+  return pool;
+}
+
+Worker W(const std::string& pod, const std::string& address) {
+  return {.pod = pod, .address = address, .accelerator = "CPU", .accelerator_product = "CPU"};
+}
+
+const api::Condition& Cond(const api::InferencePoolStatus& s, std::string_view type) {
+  const api::Condition* c = api::FindCondition(s.conditions, type);
+  EXPECT_NE(c, nullptr) << type;
+  static const api::Condition kNone;
+  return c != nullptr ? *c : kNone;
+}
+
+TEST(DesiredStatusTest, ListsTheWorkersWithEqualWeightsAndIsReady) {
+  const auto s = DesiredStatus(Pool(), {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000")}, kT0);
+  EXPECT_EQ(s.observed_generation, 3);
+  EXPECT_EQ(s.ready_workers, 2);
+  ASSERT_TRUE(s.routing.has_value());
+  EXPECT_EQ(s.routing->strategy, "JouleWeighted");
+  EXPECT_EQ(s.routing->generation, 1);
+  ASSERT_EQ(s.routing->workers.size(), 2U);
+  EXPECT_EQ(s.routing->workers[1].address, "10.0.0.2:8000");
+  EXPECT_EQ(s.routing->workers[0].weight, kEqualWeight);
+  EXPECT_EQ(Cond(s, "Ready").status, "True");
+  EXPECT_EQ(Cond(s, "Ready").message, "2 workers are ready");
+  EXPECT_EQ(Cond(s, "SpecValid").status, "True");
+  EXPECT_EQ(Cond(s, "MetricsAvailable").status, "Unknown");
+  EXPECT_EQ(Cond(s, "ScalingActive").reason, std::string(reasons::kAutoscalingDisabled));
+}
+
+TEST(DesiredStatusTest, IsStableWhenNothingChanged) {
+  api::InferencePool pool = Pool();
+  const std::vector<Worker> workers = {W("a", "10.0.0.1:8000")};
+  pool.status = DesiredStatus(pool, workers, kT0);
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1), pool.status);  // no write needed
+}
+
+TEST(DesiredStatusTest, AMembershipChangeBumpsTheGenerationAndNothingElseDoes) {
+  api::InferencePool pool = Pool();
+  pool.status = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0);
+  auto next = DesiredStatus(pool, {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000")}, kT1);
+  EXPECT_EQ(next.routing->generation, 2);
+  // The Ready condition stayed True: its transition time stays.
+  EXPECT_EQ(Cond(next, "Ready").last_transition_time, kT0);
+  pool.status = next;
+  // A pod that moved to another address is a change too.
+  next = DesiredStatus(pool, {W("a", "10.0.0.1:8000"), W("b", "10.0.0.7:8000")}, kT1);
+  EXPECT_EQ(next.routing->generation, 3);
+  // A new strategy is a new table.
+  pool.status = next;
+  pool.spec.routing.strategy = api::Strategy::kLeastBusy;
+  next = DesiredStatus(pool, {W("a", "10.0.0.1:8000"), W("b", "10.0.0.7:8000")}, kT1);
+  EXPECT_EQ(next.routing->generation, 4);
+  EXPECT_EQ(next.routing->strategy, "LeastBusy");
+}
+
+TEST(DesiredStatusTest, NoWorkersIsNotReady) {
+  api::InferencePool pool = Pool();
+  pool.status = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0);
+  const auto s = DesiredStatus(pool, {}, kT1);
+  EXPECT_EQ(s.ready_workers, 0);
+  EXPECT_EQ(Cond(s, "Ready").status, "False");
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kNoReadyWorkers));
+  EXPECT_EQ(Cond(s, "Ready").last_transition_time, kT1);
+  EXPECT_TRUE(s.routing->workers.empty());
+}
+
+TEST(DesiredStatusTest, AnInvalidSpecSaysWhichFieldAndKeepsTheTable) {
+  api::InferencePool pool = Pool();
+  pool.status = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0);
+  const api::RoutingTable table = *pool.status.routing;
+  pool.generation = 4;
+  pool.errors = {{"spec.autoscaling.maxReplicas", "required when autoscaling is enabled"}};
+  const auto s = DesiredStatus(pool, {}, kT1);
+  EXPECT_EQ(s.observed_generation, 4);
+  EXPECT_EQ(Cond(s, "SpecValid").status, "False");
+  EXPECT_EQ(Cond(s, "SpecValid").reason, std::string(reasons::kSpecInvalid));
+  EXPECT_EQ(Cond(s, "SpecValid").message,
+            "spec.autoscaling.maxReplicas: required when autoscaling is enabled");
+  EXPECT_EQ(Cond(s, "Ready").status, "False");
+  EXPECT_THAT(Cond(s, "Ready").message, HasSubstr("spec.autoscaling.maxReplicas"));
+  EXPECT_EQ(s.routing, table);
+
+  // Fixed: valid again, with a fresh transition time.
+  pool.status = s;
+  pool.errors.clear();
+  const auto fixed = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, "2026-11-30T10:09:00Z");
+  EXPECT_EQ(Cond(fixed, "SpecValid").status, "True");
+  EXPECT_EQ(Cond(fixed, "SpecValid").last_transition_time, "2026-11-30T10:09:00Z");
+  EXPECT_EQ(Cond(fixed, "Ready").status, "True");
+}
+
+TEST(DesiredStatusTest, ManyErrorsAreCountedNotAllListed) {
+  std::vector<api::FieldError> errors;
+  errors.reserve(8);
+  for (int i = 0; i < 8; ++i) errors.push_back({"spec.f" + std::to_string(i), "bad"});
+  const std::string message = DescribeErrors(errors);
+  EXPECT_THAT(message, HasSubstr("spec.f0: bad; spec.f1: bad"));
+  EXPECT_THAT(message, HasSubstr("(and 3 more)"));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("spec.f7")));
+}
+
+TEST(DesiredStatusTest, TheTableStopsAtItsLimitAndTheConditionSaysSo) {
+  std::vector<Worker> workers;
+  workers.reserve(api::kMaxRoutingTableWorkers + 5);
+  for (std::size_t i = 0; i < api::kMaxRoutingTableWorkers + 5; ++i) {
+    workers.push_back(W("pod-" + std::to_string(100000 + i), "10.0.0.1:8000"));
+  }
+  const auto s = DesiredStatus(Pool(), workers, kT0);
+  EXPECT_EQ(s.routing->workers.size(), api::kMaxRoutingTableWorkers);
+  EXPECT_EQ(s.ready_workers, static_cast<std::int32_t>(workers.size()));
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kTableTruncated));
+}
+
+TEST(DesiredStatusTest, AutoscalingOnIsReportedAsNotRunningYet) {
+  api::InferencePool pool = Pool();
+  pool.spec.autoscaling.enabled = true;
+  const auto s = DesiredStatus(pool, {}, kT0);
+  EXPECT_EQ(Cond(s, "ScalingActive").status, "Unknown");
+}
+
+}  // namespace
+}  // namespace eoc::controller
