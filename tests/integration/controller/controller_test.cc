@@ -19,6 +19,7 @@
 #include "kube/client.h"
 #include "manifests.h"
 #include "node_agent.h"
+#include "promtool.h"
 
 namespace eoc::controller {
 namespace {
@@ -141,10 +142,10 @@ TEST_F(ControllerBinaryTest, ReadyOnceSyncedServesValidMetricsLeadsAndHandsTheLe
   ASSERT_EQ(metrics.status, 200);
   EXPECT_THAT(metrics.body, HasSubstr("eoc_reflector_lists_total{resource=\"pods\"} 1"));
   EXPECT_THAT(metrics.body, HasSubstr("eoc_reflector_watches_total{resource=\"pods\"}"));
-  testing::TempDir dir;
-  const std::string file = dir.Write("metrics.txt", metrics.body);
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): one call, no other thread uses the environment
-  EXPECT_EQ(std::system(("promtool check metrics < " + file).c_str()), 0) << metrics.body;
+  const std::string promtool = testing::FindPromtool();
+  ASSERT_FALSE(promtool.empty()) << "promtool is not on PATH (scripts/bootstrap installs it)";
+  const auto [lint_status, lint_output] = testing::PromtoolCheckMetrics(promtool, metrics.body);
+  EXPECT_EQ(lint_status, 0) << lint_output << "\non:\n" << metrics.body;
 
   // SIGTERM: a clean stop releases the Lease at once.
   controller.Signal(SIGTERM);

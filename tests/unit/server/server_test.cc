@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "promtool.h"
 #include "raw_client.h"
 #include "server/handlers.h"
 #include "telemetry/metrics.h"
@@ -33,20 +34,11 @@ using ::testing::StartsWith;
 
 constexpr std::string_view kGetHealthz = "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n";
 
-// Runs `promtool check metrics` with `text` on its stdin: its exit status and what it printed.
+// promtool checks the exposition; the suite's machines have it (scripts/bootstrap installs it).
 std::pair<int, std::string> PromtoolCheckMetrics(const std::string& text) {
-  const std::string output_path =
-      ::testing::TempDir() + "promtool-" + std::to_string(getpid()) + ".out";
-  const std::string command = "/usr/bin/promtool check metrics > '" + output_path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "w");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  fwrite(text.data(), 1, text.size(), pipe);
-  const int status = pclose(pipe);
-  std::ifstream file(output_path);
-  std::stringstream output;
-  output << file.rdbuf();
-  std::remove(output_path.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output.str()};
+  const std::string promtool = eoc::testing::FindPromtool();
+  if (promtool.empty()) return {-1, "promtool is not on PATH"};
+  return eoc::testing::PromtoolCheckMetrics(promtool, text);
 }
 
 class HttpServerTest : public ::testing::Test {

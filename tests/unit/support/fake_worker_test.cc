@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "eventually.h"
+#include "promtool.h"
 #include "server/http.h"
 
 namespace eoc::testing {
@@ -64,33 +65,6 @@ std::optional<Answer> Fetch(std::uint16_t port, http::verb verb, const std::stri
   return Answer{static_cast<int>(response.result_int()),
                 std::string(response[http::field::content_type]),
                 std::string(response["x-eoc-fake-worker"]), response.body()};
-}
-
-// promtool's path on $PATH, or "".
-std::string FindPromtool() {
-  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read-only here
-  std::stringstream dirs(path == nullptr ? "" : path);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = dir + "/promtool";
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-// Runs `promtool check metrics` on `text`: its exit status and what it printed.
-std::pair<int, std::string> PromtoolCheck(const std::string& promtool, const std::string& text) {
-  const std::string output_path =
-      ::testing::TempDir() + "fake-worker-promtool-" + std::to_string(getpid()) + ".out";
-  const std::string command = "'" + promtool + "' check metrics > '" + output_path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "w");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  fwrite(text.data(), 1, text.size(), pipe);
-  const int status = pclose(pipe);
-  std::ifstream file(output_path);
-  std::stringstream output;
-  output << file.rdbuf();
-  std::filesystem::remove(output_path);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output.str()};
 }
 
 FakeLoad SomeLoad() {
@@ -195,7 +169,7 @@ TEST(RenderMetricsTest, PromtoolAcceptsEveryForm) {
   for (const Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
     for (const bool dcgm : {false, true}) {
       const std::string text = RenderMetrics(engine, SomeLoad(), kLabels, dcgm, 3);
-      const auto [status, output] = PromtoolCheck(promtool, text);
+      const auto [status, output] = PromtoolCheckMetrics(promtool, text);
       std::string trace(EngineName(engine));
       trace.append(dcgm ? " with DCGM" : "").append(":\n").append(text);
       trace.append("\npromtool said:\n").append(output);
