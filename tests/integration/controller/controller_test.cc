@@ -185,7 +185,7 @@ TEST_F(ControllerBinaryTest, PublishesAPoolsWorkers) {
       },
       std::chrono::seconds(90)))
       << controller.Output();
-  const std::string gauge = "eoc_pool_workers{namespace=\"" + ns + "\",pool=\"w\"} 2";
+  const std::string gauge = "eoc_pool_workers{namespace=\"" + ns + R"(",pool="w"} 2)";
   EXPECT_TRUE(Eventually(
       [&] { return Get(metrics_port, "/metrics").body.find(gauge) != std::string::npos; },
       std::chrono::seconds(30)));
