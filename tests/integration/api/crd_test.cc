@@ -19,9 +19,9 @@
 #include "api/inference_pool.h"
 #include "child_process.h"
 #include "common/text.h"
+#include "crds.h"
 #include "eventually.h"
 #include "files.h"
-#include "crds.h"
 #include "namespaced_test.h"
 
 namespace eoc::api {
