@@ -17,165 +17,21 @@
 #include "common/rfc3339.h"
 #include "kube/informer.h"
 #include "kube/work_queue.h"
+#include "node_agent_pods.h"
 #include "telemetry/logging.h"
 
 namespace eoc::testing {
 namespace {
 
+using internal::AddressPool;
+using internal::AgentPod;
+using internal::kGpuResource;
+using internal::ParseLoopback;
+using internal::ToAgentPod;
 using nlohmann::json;
 using WallClock = std::chrono::system_clock;
 
-constexpr const char* kGpuResource = "nvidia.com/gpu";
-constexpr int kDefaultPort = 8000;
 constexpr int kBindAttempts = 16;  // addresses tried for one worker before giving up for now
-
-// What the agent reads of a pod.
-struct AgentPod {
-  std::string ns;
-  std::string name;
-  std::string uid;
-  std::string node_name;
-  std::string phase;
-  std::string pod_ip;
-  std::string host_ip;
-  bool terminating = false;
-  bool ready = false;             // the Ready condition is True
-  bool containers_ready = false;  // the ContainersReady condition is True
-  std::map<std::string, std::string> node_selector;
-  std::map<std::string, std::string> annotations;
-  std::int64_t gpus = 0;  // nvidia.com/gpu requested, over all containers
-  int port = kDefaultPort;
-  std::vector<std::pair<std::string, std::string>> containers;  // name, image
-
-  std::string key() const { return ns + "/" + name; }
-};
-
-const json& Null() {
-  static const json kNull;
-  return kNull;
-}
-
-const json& Member(const json& object, const char* key) {
-  if (!object.is_object()) return Null();
-  const auto it = object.find(key);
-  return it == object.end() ? Null() : *it;
-}
-
-std::string Text(const json& object, const char* key) {
-  const json& v = Member(object, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-std::int64_t Units(const json& quantity) {
-  if (quantity.is_number_integer()) return quantity.get<std::int64_t>();
-  std::int64_t n = 0;
-  if (quantity.is_string()) {
-    const auto& s = quantity.get_ref<const std::string&>();
-    std::from_chars(s.data(), s.data() + s.size(), n);
-  }
-  return n;
-}
-
-bool ConditionTrue(const json& status, const char* type) {
-  const json& conditions = Member(status, "conditions");
-  if (!conditions.is_array()) return false;
-  return std::any_of(conditions.begin(), conditions.end(), [type](const json& c) {
-    return Text(c, "type") == type && Text(c, "status") == "True";
-  });
-}
-
-// Lenient beyond metadata: a spec field of an odd shape is read as absent.
-AgentPod ToAgentPod(const json& pod) {
-  kube::ObjectMeta meta = kube::ParseObjectMeta(pod);
-  AgentPod view{.ns = std::move(meta.ns), .name = std::move(meta.name), .uid = std::move(meta.uid)};
-  view.terminating = meta.deletion_timestamp.has_value();
-  for (auto& [k, v] : meta.annotations) {
-    if (k.starts_with(kFakeAnnotationPrefix) || k == kModelsAnnotation) {
-      view.annotations.emplace(k, v);
-    }
-  }
-  const json& spec = Member(pod, "spec");
-  view.node_name = Text(spec, "nodeName");
-  if (const json& selector = Member(spec, "nodeSelector"); selector.is_object()) {
-    for (const auto& [k, v] : selector.items()) {
-      if (v.is_string()) view.node_selector.emplace(k, v.get<std::string>());
-    }
-  }
-  const json& containers = Member(spec, "containers");
-  if (containers.is_array()) {
-    for (const json& c : containers) {
-      view.containers.emplace_back(Text(c, "name"), Text(c, "image"));
-      // A limit alone stands for the request too (the API server defaults it so).
-      const json& resources = Member(c, "resources");
-      const json& request = Member(Member(resources, "requests"), kGpuResource);
-      view.gpus +=
-          Units(request.is_null() ? Member(Member(resources, "limits"), kGpuResource) : request);
-    }
-    const json& ports = containers.empty() ? Null() : Member(containers[0], "ports");
-    const json& port =
-        ports.is_array() && !ports.empty() ? Member(ports[0], "containerPort") : Null();
-    if (port.is_number_integer() && port.get<int>() > 0 && port.get<int>() < 65536) {
-      view.port = port.get<int>();
-    }
-  }
-  const json& status = Member(pod, "status");
-  view.phase = Text(status, "phase");
-  view.pod_ip = Text(status, "podIP");
-  view.host_ip = Text(status, "hostIP");
-  view.ready = ConditionTrue(status, "Ready");
-  view.containers_ready = ConditionTrue(status, "ContainersReady");
-  return view;
-}
-
-// A loopback (127/8) IPv4 address as a number, for counting up from it.
-std::uint32_t ParseLoopback(const std::string& text) {
-  in_addr addr{};
-  if (inet_pton(AF_INET, text.c_str(), &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127) {
-    throw std::invalid_argument("NodeAgent: address_base \"" + text +
-                                "\" is not an IPv4 loopback address (127.x.y.z)");
-  }
-  return ntohl(addr.s_addr);
-}
-
-std::string FormatIPv4(std::uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
-         std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF);
-}
-
-// Loopback addresses handed out round-robin from a base, never one in use; so a released address
-// is the last to come back.
-class AddressPool {
- public:
-  explicit AddressPool(std::uint32_t base) : base_(base), next_(base) {}
-
-  std::optional<std::string> Allocate() {
-    for (std::uint32_t tries = 0; tries < kLast - base_ + 1; ++tries) {
-      const std::uint32_t ip = next_;
-      next_ = next_ >= kLast ? base_ : next_ + 1;
-      const std::uint32_t low = ip & 0xFF;
-      if (low == 0 || low == 255) continue;
-      if (in_use_.insert(ip).second) return FormatIPv4(ip);
-    }
-    return std::nullopt;
-  }
-  // Takes a given address (a pod's existing podIP); false when it is in use or not loopback.
-  bool Claim(const std::string& text) {
-    in_addr addr{};
-    if (inet_pton(AF_INET, text.c_str(), &addr) != 1) return false;
-    const std::uint32_t ip = ntohl(addr.s_addr);
-    return (ip >> 24) == 127 && in_use_.insert(ip).second;
-  }
-  void Release(const std::string& text) {
-    in_addr addr{};
-    if (inet_pton(AF_INET, text.c_str(), &addr) == 1) in_use_.erase(ntohl(addr.s_addr));
-  }
-
- private:
-  static constexpr std::uint32_t kLast = 0x7FFFFFFE;  // 127.255.255.254
-  const std::uint32_t base_;
-  std::uint32_t next_;
-  std::set<std::uint32_t> in_use_;
-};
 
 // What the agent keeps for a pod it runs.
 struct PodState {

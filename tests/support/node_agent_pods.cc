@@ -1,0 +1,133 @@
+#include "node_agent_pods.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+
+#include "fake_worker.h"
+#include "kube/types.h"
+
+namespace eoc::testing::internal {
+namespace {
+
+using nlohmann::json;
+
+const json& Null() {
+  static const json kNull;
+  return kNull;
+}
+
+const json& Member(const json& object, const char* key) {
+  if (!object.is_object()) return Null();
+  const auto it = object.find(key);
+  return it == object.end() ? Null() : *it;
+}
+
+std::string Text(const json& object, const char* key) {
+  const json& v = Member(object, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::int64_t Units(const json& quantity) {
+  if (quantity.is_number_integer()) return quantity.get<std::int64_t>();
+  std::int64_t n = 0;
+  if (quantity.is_string()) {
+    const auto& s = quantity.get_ref<const std::string&>();
+    std::from_chars(s.data(), s.data() + s.size(), n);
+  }
+  return n;
+}
+
+bool ConditionTrue(const json& status, const char* type) {
+  const json& conditions = Member(status, "conditions");
+  if (!conditions.is_array()) return false;
+  return std::any_of(conditions.begin(), conditions.end(), [type](const json& c) {
+    return Text(c, "type") == type && Text(c, "status") == "True";
+  });
+}
+
+}  // namespace
+
+AgentPod ToAgentPod(const json& pod) {
+  kube::ObjectMeta meta = kube::ParseObjectMeta(pod);
+  AgentPod view{.ns = std::move(meta.ns), .name = std::move(meta.name), .uid = std::move(meta.uid)};
+  view.terminating = meta.deletion_timestamp.has_value();
+  for (auto& [k, v] : meta.annotations) {
+    if (k.starts_with(kFakeAnnotationPrefix) || k == kModelsAnnotation) {
+      view.annotations.emplace(k, v);
+    }
+  }
+  const json& spec = Member(pod, "spec");
+  view.node_name = Text(spec, "nodeName");
+  if (const json& selector = Member(spec, "nodeSelector"); selector.is_object()) {
+    for (const auto& [k, v] : selector.items()) {
+      if (v.is_string()) view.node_selector.emplace(k, v.get<std::string>());
+    }
+  }
+  const json& containers = Member(spec, "containers");
+  if (containers.is_array()) {
+    for (const json& c : containers) {
+      view.containers.emplace_back(Text(c, "name"), Text(c, "image"));
+      // A limit alone stands for the request too (the API server defaults it so).
+      const json& resources = Member(c, "resources");
+      const json& request = Member(Member(resources, "requests"), kGpuResource);
+      view.gpus +=
+          Units(request.is_null() ? Member(Member(resources, "limits"), kGpuResource) : request);
+    }
+    const json& ports = containers.empty() ? Null() : Member(containers[0], "ports");
+    const json& port =
+        ports.is_array() && !ports.empty() ? Member(ports[0], "containerPort") : Null();
+    if (port.is_number_integer() && port.get<int>() > 0 && port.get<int>() < 65536) {
+      view.port = port.get<int>();
+    }
+  }
+  const json& status = Member(pod, "status");
+  view.phase = Text(status, "phase");
+  view.pod_ip = Text(status, "podIP");
+  view.host_ip = Text(status, "hostIP");
+  view.ready = ConditionTrue(status, "Ready");
+  view.containers_ready = ConditionTrue(status, "ContainersReady");
+  return view;
+}
+
+// A loopback (127/8) IPv4 address as a number, for counting up from it.
+std::uint32_t ParseLoopback(const std::string& text) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, text.c_str(), &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127) {
+    throw std::invalid_argument("NodeAgent: address_base \"" + text +
+                                "\" is not an IPv4 loopback address (127.x.y.z)");
+  }
+  return ntohl(addr.s_addr);
+}
+
+std::string FormatIPv4(std::uint32_t ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
+         std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF);
+}
+
+std::optional<std::string> AddressPool::Allocate() {
+  for (std::uint32_t tries = 0; tries < kLast - base_ + 1; ++tries) {
+    const std::uint32_t ip = next_;
+    next_ = next_ >= kLast ? base_ : next_ + 1;
+    const std::uint32_t low = ip & 0xFF;
+    if (low == 0 || low == 255) continue;
+    if (in_use_.insert(ip).second) return FormatIPv4(ip);
+  }
+  return std::nullopt;
+}
+
+bool AddressPool::Claim(const std::string& text) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, text.c_str(), &addr) != 1) return false;
+  const std::uint32_t ip = ntohl(addr.s_addr);
+  return (ip >> 24) == 127 && in_use_.insert(ip).second;
+}
+
+void AddressPool::Release(const std::string& text) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, text.c_str(), &addr) == 1) in_use_.erase(ntohl(addr.s_addr));
+}
+
+}  // namespace eoc::testing::internal
