@@ -28,6 +28,8 @@ class ScriptedTransport final : public Transport {
   using Step = std::function<StreamResult(const HttpRequest&)>;
 
   void Then(Step step) { steps_.push_back(std::move(step)); }
+  // Called once, when the script has run out; the reflector may call again (after its short
+  // backoff) before the test stops it, and those calls just fail.
   std::function<void()> on_empty;
   std::vector<std::string> paths;
 
@@ -43,7 +45,8 @@ class ScriptedTransport final : public Transport {
   StreamResult Next(const HttpRequest& request) {
     paths.push_back(request.path);
     if (steps_.empty()) {
-      if (on_empty) on_empty();
+      if (on_empty && !ended_) on_empty();
+      ended_ = true;
       throw TransportError(kReasonTransport, "script ended");
     }
     Step step = std::move(steps_.front());
@@ -51,6 +54,7 @@ class ScriptedTransport final : public Transport {
     return step(request);
   }
   std::deque<Step> steps_;
+  bool ended_ = false;
 };
 
 StreamResult Answer(int status, const json& body) {
