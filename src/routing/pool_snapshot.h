@@ -1,0 +1,175 @@
+// One routing generation of a pool, immutable: its workers, their capabilities and published
+// weights, the alias tables the weighted strategies draw from and the Maglev tables new sessions
+// are placed by. The reconciler builds one per published table (or membership change) and swaps
+// it in atomically; pick threads share it (std::shared_ptr<const PoolSnapshot>) without locks.
+//
+//   auto snapshot = PoolSnapshot::Build(std::move(workers), generation, Strategy::kJouleWeighted);
+//   thread_local std::mt19937_64 rng(seed);
+//   auto busy = [&](std::size_t i) { return state.Busyness(i); };  // local counts (PoolState)
+//   auto ok = [&](std::size_t i) { return state.HasBlocks(i, request); };
+//   std::optional<std::size_t> w = snapshot->Pick(model, rng(), rr.fetch_add(1), busy, ok);
+//   std::optional<std::size_t> s = snapshot->PlaceSession(SessionHashOf(id), model, ok);
+//   snapshot->worker(*w).address   // "10.0.3.7:8000"
+//
+// Who takes new work: a worker that serves the model (its models list it, or are empty), is not
+// draining, has a published weight above 0, and passes the caller's `eligible` (KV budget, ...).
+// Draining and weight-0 workers stay in the snapshot (indexable, IndexOf) so that their bound
+// sessions and prefix entries can still find them, but no choice here returns them.
+// Choices, all O(1) while most candidates are eligible (a bounded number of tries, then a scan):
+//   RoundRobin       the candidates in index order, from `ticket` mod their count; the first
+//                    eligible one (the caller's counter makes the turns; one per pick).
+//   LeastBusy        the least busy eligible candidate; exact when a model has at most
+//                    kLeastBusySamples candidates, else the least busy of that many drawn
+//                    uniformly.
+//   Latency-, Joule-, CarbonWeighted  two draws in proportion to the published weights (each draw
+//                    retried up to kMaxRedraws times until eligible), keeping the less busy by
+//                    `busyness` (power of two choices; the first on a tie).
+// Fallbacks (no eligible worker in the tries): the least busy eligible candidate by a full scan,
+// ties drawn at random (in proportion to weight for the weighted strategies).
+// Sessions: the first eligible candidate in the session's Maglev preference order (over published
+// weights; equal weights for RoundRobin and LeastBusy), kMaxPreference tries, then the eligible
+// candidate with the highest weighted rendezvous score of (session, worker): deterministic too.
+// Each model that some worker names has its own tables over its candidates, so picks for a model
+// served by few workers stay O(1); past a memory budget (kMaxModelSlots Maglev slots), further
+// models share the all-workers tables and filter by model in the tries and scans.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "routing/alias_table.h"
+#include "routing/maglev.h"
+#include "routing/model.h"
+
+namespace eoc::routing {
+
+// A non-owning reference to a callable, for parameters that are only called during the call
+// that receives them: no allocation, one indirect call (std::function may allocate).
+template <class Signature>
+class FunctionRef;
+
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  // Implicit, so that a lambda can be passed where a FunctionRef is expected; `f` must outlive
+  // the call that receives the FunctionRef.
+  template <class F, class = std::enable_if_t<std::is_invocable_r_v<R, const F&, Args...>>>
+  FunctionRef(const F& f) noexcept  // NOLINT(google-explicit-constructor)
+      : object_(static_cast<const void*>(&f)), call_(&Call<F>) {}
+
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  template <class F>
+  static R Call(const void* object, Args... args) {
+    return std::invoke(*static_cast<const F*>(object), std::forward<Args>(args)...);
+  }
+
+  const void* object_;
+  R (*call_)(const void*, Args...);
+};
+
+// A worker's busyness as this replica sees it (lower is less busy), by worker index.
+using BusynessFn = FunctionRef<double(std::size_t)>;
+// Whether a worker may take this request (KV budget, overflow), by worker index.
+using EligibleFn = FunctionRef<bool(std::size_t)>;
+
+class PoolSnapshot {
+  struct Private {
+    explicit Private() = default;
+  };
+
+ public:
+  static constexpr std::size_t kLeastBusySamples = 8;
+  static constexpr std::size_t kMaxRedraws = 8;
+  // The Maglev slots the per-model tables may hold in all (about 5 MB: 40 small tables).
+  static constexpr std::size_t kMaxModelSlots = 40 * std::size_t{MaglevTable::kSmallTableSize};
+
+  // The snapshot of `workers` (kept in this order, their indices) for one routing generation.
+  // Weights outside 0-1000 are clamped to it. Costs about 25 ms at 1,000 workers (the Maglev fill).
+  // Throws std::invalid_argument when two workers share a key, std::length_error past
+  // MaglevTable::kMaxEntries workers.
+  static std::shared_ptr<const PoolSnapshot> Build(std::vector<Worker> workers,
+                                                   std::int64_t generation, Strategy strategy);
+
+  std::int64_t generation() const { return generation_; }
+  Strategy strategy() const { return strategy_; }
+  std::span<const Worker> workers() const { return workers_; }
+  std::size_t size() const { return workers_.size(); }
+  const Worker& worker(std::size_t index) const { return workers_[index]; }
+  std::optional<std::size_t> IndexOf(WorkerKey key) const;
+
+  // Whether worker `index` serves `model` (empty models: any; an empty `model`: every worker).
+  bool Serves(std::size_t index, std::string_view model) const;
+  // Not draining and a published weight above 0.
+  bool TakesNewWork(std::size_t index) const;
+  // Whether some worker serves `model` and takes new work (before `eligible`): when none does, a
+  // pick can only wait for the next generation.
+  bool HasCandidates(std::string_view model) const;
+
+  // The snapshot's strategy: RoundRobin uses `ticket`; the others `random` (uniform 64 bits,
+  // fresh for each pick). Nothing when no candidate is eligible. No allocation; thread-safe.
+  std::optional<std::size_t> Pick(std::string_view model, std::uint64_t random,
+                                  std::uint64_t ticket, BusynessFn busyness,
+                                  EligibleFn eligible) const;
+  std::optional<std::size_t> PickRoundRobin(std::string_view model, std::uint64_t ticket,
+                                            EligibleFn eligible) const;
+  std::optional<std::size_t> PickLeastBusy(std::string_view model, std::uint64_t random,
+                                           BusynessFn busyness, EligibleFn eligible) const;
+  std::optional<std::size_t> PickWeighted(std::string_view model, std::uint64_t random,
+                                          BusynessFn busyness, EligibleFn eligible) const;
+
+  // Where a new session goes: the same answer on every replica for the same workers, weights
+  // and eligibility. Nothing when no candidate is eligible.
+  std::optional<std::size_t> PlaceSession(SessionHash session, std::string_view model,
+                                          EligibleFn eligible) const;
+
+  PoolSnapshot(Private /*unused*/, std::vector<Worker> workers, std::int64_t generation,
+               Strategy strategy);
+
+ private:
+  // The tables over one set of candidates (worker indices, ascending).
+  struct Group {
+    std::vector<std::uint32_t> candidates;
+    AliasTable alias;    // over candidates' published weights
+    MaglevTable maglev;  // over candidates' keys and weights
+  };
+  // How picks for one model find their candidates.
+  struct Route {
+    std::uint32_t group = 0;
+    bool filter = false;  // the group holds workers that do not serve the model
+    bool any = false;     // some worker serves the model and takes new work
+  };
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  Route RouteOf(std::string_view model) const;
+  std::uint32_t AddGroup(std::vector<std::uint32_t> candidates, std::size_t& slots_left);
+  // The least busy of the group's candidates that are `ok`; ties go at random, in proportion to
+  // weight when `weighted`.
+  std::optional<std::size_t> ScanLeastBusy(const Group& group, std::uint64_t random, bool weighted,
+                                           FunctionRef<bool(std::uint32_t)> ok,
+                                           BusynessFn busyness) const;
+
+  std::vector<Worker> workers_;
+  std::int64_t generation_;
+  Strategy strategy_;
+  std::unordered_map<WorkerKey, std::uint32_t> index_;
+  std::vector<Group> groups_;  // [0]: every worker that takes new work
+  std::unordered_map<std::string, Route, StringHash, std::equal_to<>> models_;
+  Route unnamed_model_;  // a model no worker names: the workers that serve any model
+};
+
+}  // namespace eoc::routing

@@ -1,0 +1,86 @@
+// An LruMap split into shards, each with its own lock: the storage of the session table and the
+// prefix index. A key's shard is the top bits of Mix64(key); the table's bound is split exactly
+// over the shards (the remainder to the first ones), so the bound over all shards is exact while
+// recency is exact only within a shard.
+//
+//   ShardedLru<Binding> shards(/*capacity=*/1'000'000, /*shards=*/0, /*min_per_shard=*/64);
+//   auto& shard = shards.Of(session);
+//   const std::lock_guard lock(shard.mu);
+//   shard.map.Insert(session, binding);
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "routing/ids.h"
+#include "routing/lru_map.h"
+
+namespace eoc::routing {
+
+template <typename V>
+class ShardedLru {
+ public:
+  // Cache-line aligned so that neighbouring shards' locks do not share a line.
+  struct alignas(64) Shard {
+    explicit Shard(std::size_t capacity) : map(capacity) {}
+    mutable std::mutex mu;
+    LruMap<V> map;
+  };
+
+  static constexpr std::size_t kDefaultShards = 64;
+  static constexpr std::size_t kMaxShards = 1024;
+
+  // `shards` 0: capacity / min_per_shard, between 1 and kDefaultShards (small tables get fewer
+  // shards, so that each stays close to an exact LRU). Rounded up to a power of two, at most
+  // kMaxShards, and at most `capacity` (every shard can hold one entry when there is any room).
+  ShardedLru(std::size_t capacity, std::size_t shards, std::size_t min_per_shard) {
+    if (shards == 0) {
+      shards = std::clamp<std::size_t>(capacity / std::max<std::size_t>(min_per_shard, 1), 1,
+                                       kDefaultShards);
+    }
+    shards = std::bit_ceil(std::min(shards, kMaxShards));
+    if (capacity > 0) shards = std::min(shards, std::bit_floor(capacity));
+    shift_ = 64 - std::countr_zero(shards);
+    shards_.reserve(shards);
+    for (std::size_t i = 0; i < shards; ++i) {
+      const std::size_t extra = i < capacity % shards ? 1 : 0;
+      shards_.push_back(std::make_unique<Shard>(capacity / shards + extra));
+    }
+  }
+
+  std::size_t IndexOf(std::uint64_t key) const { return shift_ >= 64 ? 0 : Mix64(key) >> shift_; }
+  Shard& At(std::size_t index) const { return *shards_[index]; }
+  Shard& Of(std::uint64_t key) const { return At(IndexOf(key)); }
+  std::size_t Count() const { return shards_.size(); }
+
+  // Entries over all shards; locks each in turn.
+  std::size_t Size() const {
+    std::size_t size = 0;
+    for (const auto& shard : shards_) {
+      const std::lock_guard lock(shard->mu);
+      size += shard->map.Size();
+    }
+    return size;
+  }
+
+  // Bytes held by the shards and their maps.
+  std::size_t MemoryBytes() const {
+    std::size_t bytes = sizeof(*this) + shards_.capacity() * sizeof(shards_[0]);
+    for (const auto& shard : shards_) {
+      const std::lock_guard lock(shard->mu);
+      bytes += sizeof(Shard) - sizeof(shard->map) + shard->map.MemoryBytes();
+    }
+    return bytes;
+  }
+
+ private:
+  int shift_ = 64;  // a key's shard: Mix64(key) >> shift_ (64: shard 0)
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace eoc::routing

@@ -1,0 +1,119 @@
+#include "routing/lru_map.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <list>
+#include <random>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace eoc::routing {
+namespace {
+
+std::vector<std::uint64_t> KeysByRecency(const LruMap<int>& map) {
+  std::vector<std::uint64_t> keys;
+  map.ForEach([&](std::uint64_t key, int /*value*/) { keys.push_back(key); });
+  return keys;
+}
+
+TEST(LruMapTest, FindsTouchesAndEvictsLeastRecentlyUsed) {
+  LruMap<int> map(3);
+  EXPECT_TRUE(map.Empty());
+  EXPECT_EQ(map.Find(1), nullptr);
+  map.Insert(1, 10);
+  map.Insert(2, 20);
+  map.Insert(3, 30);
+  EXPECT_TRUE(map.Full());
+  EXPECT_EQ(KeysByRecency(map), (std::vector<std::uint64_t>{3, 2, 1}));
+  // Find leaves recency alone; Touch makes the entry the most recent.
+  ASSERT_NE(map.Find(1), nullptr);
+  EXPECT_EQ(map.OldestKey(), 1U);
+  ASSERT_NE(map.Touch(1), nullptr);
+  EXPECT_EQ(*map.Touch(1), 10);
+  EXPECT_EQ(map.OldestKey(), 2U);
+  map.PopOldest();
+  EXPECT_EQ(map.Find(2), nullptr);
+  map.Insert(4, 40);
+  EXPECT_EQ(KeysByRecency(map), (std::vector<std::uint64_t>{4, 1, 3}));
+  EXPECT_TRUE(map.Erase(1));
+  EXPECT_FALSE(map.Erase(1));
+  EXPECT_EQ(map.Size(), 2U);
+  EXPECT_EQ(KeysByRecency(map), (std::vector<std::uint64_t>{4, 3}));
+}
+
+TEST(LruMapTest, ZeroCapacityIsAlwaysFull) {
+  const LruMap<int> map(0);
+  EXPECT_TRUE(map.Full());
+  EXPECT_TRUE(map.Empty());
+  EXPECT_EQ(map.Find(7), nullptr);
+}
+
+// Random operations against a plain list-and-map model: the same answers and the same order,
+// through growth, slot reuse and backward-shift deletion (few distinct keys, so probe chains
+// collide and wrap often).
+TEST(LruMapTest, MatchesAReferenceModel) {
+  constexpr std::size_t kCapacity = 300;
+  LruMap<int> map(kCapacity);
+  std::list<std::pair<std::uint64_t, int>> order;  // most recent first
+  std::unordered_map<std::uint64_t, decltype(order)::iterator> where;
+  std::mt19937_64 rng(42);
+  std::uniform_int_distribution<std::uint64_t> key_of(0, 600);
+  for (int step = 0; step < 200'000; ++step) {
+    const std::uint64_t key = key_of(rng);
+    const auto op = rng() % 4;
+    const auto found = where.find(key);
+    if (op == 0) {
+      const int* value = map.Find(key);
+      ASSERT_EQ(value != nullptr, found != where.end());
+      if (value != nullptr) {
+        ASSERT_EQ(*value, found->second->second);
+      }
+    } else if (op == 1) {
+      int* value = map.Touch(key);
+      ASSERT_EQ(value != nullptr, found != where.end());
+      if (value != nullptr) {
+        ASSERT_EQ(*value, found->second->second);
+        order.splice(order.begin(), order, found->second);
+      }
+    } else if (op == 2) {
+      ASSERT_EQ(map.Erase(key), found != where.end());
+      if (found != where.end()) {
+        order.erase(found->second);
+        where.erase(found);
+      }
+    } else if (found == where.end()) {
+      if (map.Full()) {
+        ASSERT_EQ(map.OldestKey(), order.back().first);
+        map.PopOldest();
+        where.erase(order.back().first);
+        order.pop_back();
+      }
+      const int value = step;
+      map.Insert(key, value);
+      order.emplace_front(key, value);
+      where[key] = order.begin();
+    }
+    ASSERT_EQ(map.Size(), order.size());
+    ASSERT_LE(map.Size(), kCapacity);
+  }
+  std::vector<std::uint64_t> expected;
+  for (const auto& [key, value] : order) expected.push_back(key);
+  EXPECT_EQ(KeysByRecency(map), expected);
+}
+
+TEST(LruMapTest, StorageStopsAtCapacity) {
+  LruMap<std::uint64_t> map(10'000);
+  for (std::uint64_t key = 0; key < 50'000; ++key) {
+    if (map.Full()) map.PopOldest();
+    map.Insert(key, key);
+  }
+  EXPECT_EQ(map.Size(), 10'000U);
+  for (std::uint64_t key = 40'000; key < 50'000; ++key) ASSERT_NE(map.Find(key), nullptr);
+  // Nodes: key, value and links (24 bytes), exactly 10,000 of them; slots: 16,384 (a load of 0.61).
+  EXPECT_LE(map.MemoryBytes(), 10'000 * 24 + 16'384 * 4 + sizeof(map));
+}
+
+}  // namespace
+}  // namespace eoc::routing
