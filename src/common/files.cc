@@ -5,8 +5,11 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <system_error>
 #include <vector>
+
+#include "common/text.h"
 
 namespace eoc {
 namespace {
@@ -49,6 +52,26 @@ std::optional<std::string> ReadFileLimited(const std::string& path, std::size_t 
     data.append(buffer.data(), static_cast<std::size_t>(n));
   }
   *error = too_large;
+  return std::nullopt;
+}
+
+namespace {
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> FindExecutable(const std::string& command) {
+  if (command.find('/') != std::string::npos) return command;
+  // Nothing in this process changes PATH while it runs.
+  const char* path_env = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  for (const std::string& dir : SplitPathList(path_env != nullptr ? path_env : "/bin:/usr/bin")) {
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + command;
+    if (IsExecutableFile(candidate)) return candidate;
+  }
   return std::nullopt;
 }
 

@@ -51,4 +51,9 @@ std::string ErrnoText(int err);
 std::optional<std::string> ReadFileLimited(const std::string& path, std::size_t max_bytes,
                                            std::string* error);
 
+// What a command names: the command itself when it has a slash, else the first executable regular
+// file of that name on $PATH (as execvp and Go's exec.LookPath search: an empty entry is the
+// current folder; without $PATH, /bin:/usr/bin). nullopt when there is none.
+std::optional<std::string> FindExecutable(const std::string& command);
+
 }  // namespace eoc

@@ -34,7 +34,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t kStderrTailBytes = 4096;
 constexpr std::size_t kReadChunkBytes = std::size_t{64} << 10;
 // The search path when PATH is unset, as execvp uses (confstr(_CS_PATH)).
-constexpr const char* kDefaultSearchPath = "/bin:/usr/bin";
 
 [[noreturn]] void Fail(const ExecConfig& exec, std::string_view what) {
   throw CredentialError("exec plugin \"" + exec.command + "\": " + std::string(what));
@@ -174,25 +173,6 @@ std::vector<char*> CStringArray(std::vector<std::string>& strings) {
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
-}
-
-bool IsExecutableFile(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-// What to execute: the command itself when it has a slash, else the first executable of that name
-// on PATH (as execvp and Go's exec.LookPath search; an empty PATH entry is the current folder).
-std::optional<std::string> FindExecutable(const std::string& command) {
-  if (command.find('/') != std::string::npos) return command;
-  // Read once per run; nothing in this process changes PATH while it runs.
-  const char* path_env = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
-  for (const std::string& dir :
-       SplitPathList(path_env != nullptr ? path_env : kDefaultSearchPath)) {
-    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + command;
-    if (IsExecutableFile(candidate)) return candidate;
-  }
-  return std::nullopt;
 }
 
 [[noreturn]] void FailNotFound(const ExecConfig& exec) {

@@ -5,24 +5,15 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "common/text.h"
+#include "common/files.h"
 
 namespace eoc::testing {
 
-std::string FindPromtool() {
-  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): no thread sets it
-  for (const std::string& dir : SplitPathList(path == nullptr ? "" : path)) {
-    if (dir.empty()) continue;
-    std::string candidate = dir + "/promtool";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
+std::string FindPromtool() { return FindExecutable("promtool").value_or(""); }
 
 std::pair<int, std::string> PromtoolCheckMetrics(const std::string& promtool,
                                                  const std::string& text) {

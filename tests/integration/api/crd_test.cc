@@ -6,11 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <iterator>
 #include <mutex>
 #include <sstream>
@@ -18,6 +16,7 @@
 #include "api/defaults.h"
 #include "api/inference_pool.h"
 #include "child_process.h"
+#include "common/files.h"
 #include "common/text.h"
 #include "crds.h"
 #include "eventually.h"
@@ -32,15 +31,6 @@ using ::testing::HasSubstr;
 
 const kube::ResourceRef kInferencePools{"eoc.dev", "v1alpha1", "inferencepools"};
 
-std::string FindOnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): no thread sets it
-  for (const std::string& dir : SplitPathList(path == nullptr ? "" : path)) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 struct KubectlRun {
   int exit_code = -1;
   std::string output;  // stdout and stderr
@@ -51,7 +41,7 @@ class CrdTest : public testing::NamespacedTest {
   void SetUp() override {
     testing::NamespacedTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    kubectl_ = FindOnPath("kubectl");
+    kubectl_ = FindExecutable("kubectl").value_or("");
     if (kubectl_.empty()) GTEST_SKIP() << "kubectl is not on PATH";
     ASSERT_EQ(testing::InstallCrds(*plane_), "");
   }
