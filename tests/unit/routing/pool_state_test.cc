@@ -1,0 +1,369 @@
+// PoolState's choices: sessions, prefixes, the KV-block budget and the strategies, one pick at a
+// time. The wait queue and concurrency are in pool_state_queue_test.cc.
+#include "routing/pool_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pool_state_fixture.h"
+#include "routing/prefix_hash.h"
+
+namespace eoc::routing::testing {
+namespace {
+
+TEST_F(PoolStateTest, NamesReasonsAndStatuses) {
+  EXPECT_EQ(ToString(PickReason::kSession), "session");
+  EXPECT_EQ(ToString(PickReason::kSessionOverflow), "session-overflow");
+  EXPECT_EQ(ToString(PickReason::kPrefix), "prefix");
+  EXPECT_EQ(ToString(PickReason::kStrategy), "strategy");
+  EXPECT_EQ(ToString(PickReason::kQueued), "queued");
+  EXPECT_EQ(ToString(PickStatus::kQueueFull), "queue-full");
+  EXPECT_EQ(ToString(PickStatus::kNotPublished), "not-published");
+}
+
+TEST_F(PoolStateTest, NothingIsPickedBeforeTheFirstSnapshot) {
+  PoolState state(DefaultOptions(), budget_);
+  EXPECT_EQ(state.TryPick({}, 1, now_).status, PickStatus::kNotPublished);
+  EXPECT_EQ(state.snapshot(), nullptr);
+  EXPECT_FALSE(state.ObserveLoad(KeyOf(0), LoadOf(1), now_));
+}
+
+TEST_F(PoolStateTest, StrategyPicksFollowTheWeights) {
+  // Equal local load; 1000, 500, 250, 250: shares 0.5, 0.25, 0.125, 0.125.
+  Start({MakeWorker(0, 1000), MakeWorker(1, 500), MakeWorker(2, 250), MakeWorker(3, 250)});
+  std::map<std::string, int> counts;
+  constexpr int kPicks = 40'000;
+  for (int k = 0; k < kPicks; ++k) {
+    const PickOutcome out = Pick({});
+    ASSERT_TRUE(out.picked());
+    EXPECT_EQ(out.reason, PickReason::kStrategy);
+    ++counts[out.worker().pod];
+    // Each pick counts towards its worker's busyness, and the less busy of two draws wins: start
+    // every pick from equal local load (a scrape resets the counts).
+    Observe(out.worker().pod.back() - '0', LoadOf(0));
+  }
+  const double expected[] = {0.5, 0.25, 0.125, 0.125};
+  for (int w = 0; w < 4; ++w) {
+    const double share = counts[PodOf(w)] / static_cast<double>(kPicks);
+    // Binomial: the standard deviation of a share is at most 0.0025 here; 4 of them.
+    EXPECT_NEAR(share, expected[w], 0.01) << PodOf(w);
+  }
+}
+
+TEST_F(PoolStateTest, RoundRobinTakesTurns) {
+  Start(Workers(3), Strategy::kRoundRobin);
+  std::vector<std::string> order;
+  order.reserve(6);
+  for (int k = 0; k < 6; ++k) order.push_back(Where(Pick({})));
+  EXPECT_EQ(order[0], order[3]);
+  EXPECT_EQ(order[1], order[4]);
+  EXPECT_NE(order[0], order[1]);
+  EXPECT_NE(order[1], order[2]);
+  EXPECT_NE(order[0], order[2]);
+}
+
+TEST_F(PoolStateTest, LeastBusyCountsThisReplicasPicksSinceTheScrape) {
+  Start(Workers(3), Strategy::kLeastBusy);
+  Observe(0, LoadOf(10));
+  Observe(1, LoadOf(12));
+  Observe(2, LoadOf(30));
+  // Worker 0 takes picks until it is as busy as worker 1; then they alternate.
+  EXPECT_EQ(Where(Pick({})), PodOf(0));
+  EXPECT_EQ(Where(Pick({})), PodOf(0));
+  std::map<std::string, int> counts;
+  for (int k = 0; k < 10; ++k) ++counts[Where(Pick({}))];
+  EXPECT_EQ(counts[PodOf(0)], 5);
+  EXPECT_EQ(counts[PodOf(1)], 5);
+  EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.17);
+}
+
+TEST_F(PoolStateTest, OnlyWorkersThatServeTheModelArePicked) {
+  Start({MakeWorker(0, 1000, {"llama"}), MakeWorker(1, 1000, {"mistral"}), MakeWorker(2, 1000)});
+  for (int k = 0; k < 200; ++k) {
+    EXPECT_NE(Where(Pick({.model = "llama"})), PodOf(1));
+    EXPECT_NE(Where(Pick({.model = "mistral"})), PodOf(0));
+  }
+  // A model no worker names goes to the worker that serves any model.
+  EXPECT_EQ(Where(Pick({.model = "qwen"})), PodOf(2));
+}
+
+TEST_F(PoolStateTest, ASessionReturnsToItsWorker) {
+  Start(Workers(8));
+  const PickOutcome first = PickSession("alice");
+  ASSERT_TRUE(first.picked());
+  EXPECT_EQ(first.reason, PickReason::kSession);
+  for (int k = 0; k < 20; ++k) {
+    const PickOutcome next = PickSession("alice");
+    EXPECT_EQ(next.reason, PickReason::kSession);
+    EXPECT_EQ(next.worker().pod, first.worker().pod);
+  }
+  EXPECT_EQ(state_->sessions()->Size(), 1U);
+}
+
+TEST_F(PoolStateTest, ASessionStaysAcrossGenerationsWhileItsWorkerStays) {
+  Start(Workers(8));
+  std::map<std::string, std::string> bound;
+  for (int s = 0; s < 2000; ++s) {
+    const std::string id = "s" + std::to_string(s);
+    bound[id] = Where(PickSession(id));
+  }
+  // New weights would place many sessions elsewhere; bound ones stay.
+  std::vector<Worker> reweighted = Workers(8);
+  for (int i = 0; i < 8; ++i) reweighted[i].weight = 100 + 120 * i;
+  Publish(reweighted);
+  for (const auto& [id, pod] : bound) EXPECT_EQ(Where(PickSession(id)), pod) << id;
+}
+
+TEST_F(PoolStateTest, AWorkerThatLeavesTakesItsSessionsAndNoOthers) {
+  Start(Workers(10));
+  std::map<std::string, std::string> bound;
+  for (int s = 0; s < 5000; ++s) {
+    const std::string id = "s" + std::to_string(s);
+    bound[id] = Where(PickSession(id));
+  }
+  std::vector<Worker> nine = Workers(10);
+  nine.erase(nine.begin() + 3);
+  Publish(nine);
+  int moved = 0;
+  int rebound = 0;
+  for (const auto& [id, pod] : bound) {
+    const PickOutcome again = PickSession(id);
+    ASSERT_TRUE(again.picked());
+    EXPECT_EQ(again.reason, PickReason::kSession);
+    if (pod == PodOf(3)) {
+      EXPECT_NE(again.worker().pod, PodOf(3));
+      ++rebound;
+    } else if (again.worker().pod != pod) {
+      ++moved;
+    }
+  }
+  EXPECT_GT(rebound, 300);
+  EXPECT_EQ(moved, 0);
+  // Rebound where they now are: the worker's return does not take them back.
+  std::map<std::string, std::string> after;
+  for (const auto& [id, pod] : bound) after[id] = Where(PickSession(id));
+  Publish(Workers(10));
+  for (const auto& [id, pod] : after) EXPECT_EQ(Where(PickSession(id)), pod) << id;
+}
+
+TEST_F(PoolStateTest, AFullWorkerOverflowsATurnAndKeepsItsSession) {
+  Start(Workers(4));
+  const std::string home = Where(PickSession("alice"));
+  const int home_index = home.back() - '0';
+  // Room for 10 blocks only: one more request of 160 tokens fits, then it is full.
+  Observe(home_index, LoadOf(1, 10));
+  EXPECT_EQ(PickSession("alice").reason, PickReason::kSession);
+  const PickOutcome overflow = PickSession("alice");
+  ASSERT_TRUE(overflow.picked());
+  EXPECT_EQ(overflow.reason, PickReason::kSessionOverflow);
+  EXPECT_NE(overflow.worker().pod, home);
+  // The next scrape shows room again: the session is home.
+  Observe(home_index, LoadOf(1, 1000));
+  const PickOutcome back = PickSession("alice");
+  EXPECT_EQ(back.reason, PickReason::kSession);
+  EXPECT_EQ(back.worker().pod, home);
+}
+
+TEST_F(PoolStateTest, ExpiredAndForgottenSessionsArePlacedAgain) {
+  PoolState::Options options = DefaultOptions();
+  options.sessions.ttl = std::chrono::seconds(60);
+  Start(Workers(8), Strategy::kJouleWeighted, options);
+  PickSession("alice");
+  EXPECT_TRUE(state_->sessions()->Peek(SessionHashOf("alice"), now_));
+  now_ += std::chrono::seconds(61);
+  EXPECT_FALSE(state_->sessions()->Peek(SessionHashOf("alice"), now_));
+  EXPECT_EQ(PickSession("alice").reason, PickReason::kSession);  // placed and bound again
+  EXPECT_TRUE(state_->sessions()->Peek(SessionHashOf("alice"), now_));
+  EXPECT_TRUE(state_->sessions()->Forget(SessionHashOf("alice")));
+  EXPECT_FALSE(state_->sessions()->Peek(SessionHashOf("alice"), now_));
+  // Tick sweeps expired sessions and gives their budget back.
+  PickSession("bob");
+  now_ += std::chrono::seconds(61);
+  state_->Tick(now_);
+  EXPECT_EQ(state_->sessions()->Size(), 0U);
+  EXPECT_EQ(budget_.Used(), 0U);
+}
+
+TEST_F(PoolStateTest, SessionsAreBoundedPerPoolAndInTotal) {
+  PoolState::Options options = DefaultOptions();
+  options.sessions.max_sessions = 100;
+  SessionBudget total(150);
+  PoolState a(options, total);
+  PoolState b(options, total);
+  for (PoolState* state : {&a, &b}) {
+    state->SetSnapshot(PoolSnapshot::Build(Workers(4), 1, Strategy::kJouleWeighted), now_);
+  }
+  // Pool a reaches its own bound; pool b gets what is left of the total.
+  for (PoolState* state : {&a, &b}) {
+    for (int s = 0; s < 1000; ++s) {
+      const std::string id = "s" + std::to_string(s);
+      ASSERT_TRUE(state->TryPick({.session = SessionHashOf(id)}, rng_(), now_).picked());
+    }
+  }
+  EXPECT_EQ(a.sessions()->Size(), 100U);
+  EXPECT_EQ(b.sessions()->Size(), 50U);
+  EXPECT_EQ(total.Used(), 150U);
+  // The least recently used went first: the last session is still bound.
+  EXPECT_TRUE(a.sessions()->Peek(SessionHashOf("s999"), now_));
+  EXPECT_FALSE(a.sessions()->Peek(SessionHashOf("s0"), now_));
+}
+
+TEST_F(PoolStateTest, SessionAffinityOffPlacesEveryTurnByTheStrategy) {
+  PoolState::Options options = DefaultOptions();
+  options.session_affinity = false;
+  Start(Workers(4), Strategy::kJouleWeighted, options);
+  EXPECT_EQ(state_->sessions(), nullptr);
+  EXPECT_EQ(PickSession("alice").reason, PickReason::kStrategy);
+}
+
+TEST_F(PoolStateTest, TwoReplicasPlaceNewSessionsAlike) {
+  PoolState other(DefaultOptions(), budget_);
+  Start(Workers(20));
+  std::vector<Worker> workers = Workers(20);
+  for (int i = 0; i < 20; ++i) workers[i].weight = 50 * (i + 1);
+  Publish(workers);
+  other.SetSnapshot(PoolSnapshot::Build(workers, generation_, Strategy::kJouleWeighted), now_);
+  std::mt19937_64 other_rng(7);
+  for (int s = 0; s < 10'000; ++s) {
+    const PickRequest request{.session = SessionHashOf("s" + std::to_string(s))};
+    EXPECT_EQ(Where(Pick(request)), Where(other.TryPick(request, other_rng(), now_))) << s;
+  }
+}
+
+TEST_F(PoolStateTest, DrainingWorkersTakeNoNewSessionsButKeepTheirOwn) {
+  Start(Workers(4));
+  std::map<std::string, std::string> bound;
+  for (int s = 0; s < 400; ++s) {
+    const std::string id = "s" + std::to_string(s);
+    bound[id] = Where(PickSession(id));
+  }
+  std::vector<Worker> workers = Workers(4);
+  workers[2].draining = true;
+  Publish(workers);
+  for (int s = 400; s < 1400; ++s) EXPECT_NE(Where(PickSession("s" + std::to_string(s))), PodOf(2));
+  for (int k = 0; k < 500; ++k) EXPECT_NE(Where(Pick({})), PodOf(2));
+  int home = 0;
+  for (const auto& [id, pod] : bound) {
+    EXPECT_EQ(Where(PickSession(id)), pod);
+    home += pod == PodOf(2) ? 1 : 0;
+  }
+  EXPECT_GT(home, 50);
+}
+
+TEST_F(PoolStateTest, APrefixMatchWinsWithinTheLoadMargin) {
+  Start(Workers(6), Strategy::kLeastBusy);
+  for (int w = 0; w < 6; ++w) Observe(w, LoadOf(10));
+  const auto shared = PrefixHashes("llama", PromptOf('a', 20), 16);
+  const auto longer = PrefixHashes("llama", PromptOf('a', 20) + PromptOf('b', 4), 16);
+  const PickOutcome first = Pick({.prefix = shared});
+  EXPECT_EQ(first.reason, PickReason::kStrategy);
+  const std::string holder = first.worker().pod;
+  const int holder_index = holder.back() - '0';
+  // The holder is 10 requests (0.10) busier than the others: within the 0.25 margin.
+  Observe(holder_index, LoadOf(20));
+  const PickOutcome again = Pick({.prefix = longer});
+  EXPECT_EQ(again.reason, PickReason::kPrefix);
+  EXPECT_EQ(again.worker().pod, holder);
+  // 30 more (0.40 busier): the strategy decides.
+  Observe(holder_index, LoadOf(50));
+  const PickOutcome busy = Pick({.prefix = longer});
+  EXPECT_EQ(busy.reason, PickReason::kStrategy);
+  EXPECT_NE(busy.worker().pod, holder);
+  // That pick recorded the longer prompt at its worker: the longest match is there now.
+  const PickOutcome longest = Pick({.prefix = longer});
+  EXPECT_EQ(longest.reason, PickReason::kPrefix);
+  EXPECT_EQ(longest.worker().pod, busy.worker().pod);
+}
+
+TEST_F(PoolStateTest, APrefixMatchNeedsRoomAndNoDraining) {
+  Start(Workers(3), Strategy::kLeastBusy);
+  const auto full = PrefixHashes("", PromptOf('x', 8), 16);
+  const auto drained = PrefixHashes("", PromptOf('y', 8), 16);
+  const std::string holder = Where(Pick({.prefix = full}));
+  Observe(holder.back() - '0', LoadOf(0, 5));  // 5 free blocks: no room for 10
+  const PickOutcome no_room = Pick({.prefix = full});
+  EXPECT_EQ(no_room.reason, PickReason::kStrategy);
+  EXPECT_NE(no_room.worker().pod, holder);
+
+  const std::string drained_holder = Where(Pick({.prefix = drained}));
+  std::vector<Worker> workers = Workers(3);
+  workers[static_cast<std::size_t>(drained_holder.back() - '0')].draining = true;
+  Publish(workers, Strategy::kLeastBusy);
+  const PickOutcome elsewhere = Pick({.prefix = drained});
+  EXPECT_EQ(elsewhere.reason, PickReason::kStrategy);
+  EXPECT_NE(elsewhere.worker().pod, drained_holder);
+}
+
+TEST_F(PoolStateTest, TheKvBudgetExcludesAFullWorker) {
+  Start(Workers(3));
+  Observe(0, LoadOf(0, 25));  // room for two requests of 10 blocks
+  Observe(1, LoadOf(0, 0));
+  Observe(2, LoadOf(0, 0));
+  EXPECT_EQ(Where(Pick({})), PodOf(0));
+  EXPECT_EQ(Where(Pick({})), PodOf(0));
+  EXPECT_EQ(Pick({}).status, PickStatus::kNoRoom);
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 160));
+  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 80));
+  // Requests say their size: a small one still fits in the 5 blocks left.
+  EXPECT_EQ(Where(Pick({.prompt_tokens = 40, .expected_tokens = 40})), PodOf(0));
+  // Workers that report no KV data, or a budget turned off, never exclude.
+  Observe(1, Load{.running = 0, .available = true});
+  EXPECT_EQ(Where(Pick({})), PodOf(1));
+  PoolState::Options off = DefaultOptions();
+  off.kv_block_budget = false;
+  Start(Workers(1), Strategy::kJouleWeighted, off);
+  Observe(0, LoadOf(0, 0));
+  EXPECT_TRUE(Pick({}).picked());
+}
+
+TEST_F(PoolStateTest, UnavailableMetricsLiftTheBudgetUntilDataReturns) {
+  Start(Workers(1));
+  Observe(0, LoadOf(0, 0));
+  EXPECT_EQ(Pick({}).status, PickStatus::kNoRoom);
+  Observe(0, Load{.available = false});
+  EXPECT_TRUE(Pick({}).picked());
+  Observe(0, LoadOf(0, 0));
+  EXPECT_EQ(Pick({}).status, PickStatus::kNoRoom);
+}
+
+TEST_F(PoolStateTest, AllZeroWeightsFallBackToTheLeastBusyWorkerWithRoom) {
+  std::vector<Worker> workers = Workers(3, 0);
+  workers[2].draining = true;
+  Start(workers);
+  Observe(0, LoadOf(40));
+  Observe(1, LoadOf(20));
+  Observe(2, LoadOf(0));
+  const PickOutcome out = Pick({});
+  EXPECT_EQ(Where(out), PodOf(1));
+  EXPECT_EQ(out.reason, PickReason::kStrategy);
+  EXPECT_EQ(Where(PickSession("alice")), PodOf(1));
+}
+
+TEST_F(PoolStateTest, TheWorkerOutlivesItsGeneration) {
+  Start(Workers(2));
+  const PickOutcome out = Pick({});
+  const std::string address = out.worker().address;
+  Publish(Workers(1));
+  Publish(Workers(0));
+  EXPECT_EQ(out.worker().address, address);
+  EXPECT_EQ(out.snapshot->generation(), 1);
+}
+
+TEST_F(PoolStateTest, ANewSnapshotKeepsLoadsAndCountsOfTheWorkersThatStay) {
+  Start(Workers(2), Strategy::kLeastBusy);
+  Observe(0, LoadOf(50, 10));
+  ASSERT_EQ(Where(Pick({})), PodOf(1));
+  const double busy = *state_->Busyness(KeyOf(1));
+  Publish(Workers(3), Strategy::kLeastBusy);
+  EXPECT_EQ(*state_->Busyness(KeyOf(1)), busy);
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 161));
+  EXPECT_EQ(*state_->Busyness(KeyOf(2)), 0.0);
+  EXPECT_EQ(state_->Busyness(KeyOf(7)), std::nullopt);
+}
+
+}  // namespace
+}  // namespace eoc::routing::testing
