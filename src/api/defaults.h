@@ -44,6 +44,7 @@ inline constexpr std::int64_t kMaxSessions = 1'000'000;
 inline constexpr bool kPrefixAffinityEnabled = true;
 inline constexpr std::int32_t kBlockSizeTokens = 16;
 inline constexpr std::int64_t kMaxBlocks = 1'000'000;
+inline constexpr double kPrefixLoadMargin = 0.25;
 inline constexpr bool kKvBlockBudget = true;
 inline constexpr std::int32_t kMaxQueue = 1000;
 inline constexpr double kQueueTimeoutSeconds = 120;

@@ -96,6 +96,9 @@ struct PrefixAffinitySpec {
   bool enabled = false;
   std::int32_t block_size_tokens = 0;
   std::int64_t max_blocks = 0;
+  // How much busier (in busyness: 1.0 is one worker's full concurrency) than the strategy's
+  // choice the worker holding the longest matching prefix may be and still take the request.
+  double load_margin = 0;
 };
 
 struct AdmissionSpec {

@@ -89,6 +89,7 @@ void ParseRouting(const ObjectReader& r, RoutingSpec& out) {
   prefix.Bool("enabled", out.prefix_affinity.enabled);
   prefix.Int("blockSizeTokens", out.prefix_affinity.block_size_tokens, rules::kBlockSizeTokens);
   prefix.Int("maxBlocks", out.prefix_affinity.max_blocks, rules::kMaxBlocks);
+  prefix.Number("loadMargin", out.prefix_affinity.load_margin, rules::kLoadMargin);
   const ObjectReader admission = r.Object("admission");
   admission.Bool("kvBlockBudget", out.admission.kv_block_budget);
   admission.Int("maxQueue", out.admission.max_queue, rules::kMaxQueue);

@@ -59,6 +59,7 @@ inline constexpr IntRange kTtlSeconds{.min = 1, .max = 31'536'000};  // a year
 inline constexpr IntRange kMaxSessions{.min = 1, .max = 100'000'000};
 inline constexpr IntRange kBlockSizeTokens{.min = 1, .max = 4096};
 inline constexpr IntRange kMaxBlocks{.min = 1, .max = 100'000'000};
+inline constexpr NumberRange kLoadMargin{.min = 0, .max = 10};  // in busyness
 inline constexpr IntRange kMaxQueue{.min = 0, .max = 1'000'000};
 inline constexpr NumberRange kQueueTimeoutSeconds{.min = 0, .max = 3600};
 inline constexpr IntRange kTokens{.min = 1, .max = 10'000'000};

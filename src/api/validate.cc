@@ -127,6 +127,8 @@ void CheckRouting(const RoutingSpec& r, const Checker& check) {
             rules::kBlockSizeTokens);
   check.Int("spec.routing.prefixAffinity.maxBlocks", r.prefix_affinity.max_blocks,
             rules::kMaxBlocks);
+  check.Number("spec.routing.prefixAffinity.loadMargin", r.prefix_affinity.load_margin,
+               rules::kLoadMargin);
   check.Int("spec.routing.admission.maxQueue", r.admission.max_queue, rules::kMaxQueue);
   check.Number("spec.routing.admission.queueTimeoutSeconds", r.admission.queue_timeout_seconds,
                rules::kQueueTimeoutSeconds);

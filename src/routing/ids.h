@@ -5,6 +5,7 @@
 //   eoc::routing::SessionHash s = eoc::routing::SessionHashOf("user-42-conversation-7");
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -30,6 +31,10 @@ constexpr std::uint64_t Mix64(std::uint64_t x) {
 
 // XXH64 with seed 0 of the pod's "namespace/name".
 WorkerKey WorkerKeyOf(std::string_view pod);
+// The longest session id accepted (DESIGN.md): callers refuse longer ones (the pick endpoint
+// with 400) before hashing.
+inline constexpr std::size_t kMaxSessionIdBytes = 256;
+
 // XXH64 with seed 0 of the session id's bytes.
 SessionHash SessionHashOf(std::string_view session_id);
 

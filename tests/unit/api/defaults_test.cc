@@ -48,8 +48,8 @@ json Dump(const InferencePoolSpec& s) {
        {ToString(r.strategy), r.session_affinity.enabled, r.session_affinity.header,
         r.session_affinity.ttl_seconds, r.session_affinity.max_sessions, r.prefix_affinity.enabled,
         r.prefix_affinity.block_size_tokens, r.prefix_affinity.max_blocks,
-        r.admission.kv_block_budget, r.admission.max_queue, r.admission.queue_timeout_seconds,
-        r.default_prompt_tokens, r.default_expected_tokens,
+        r.prefix_affinity.load_margin, r.admission.kv_block_budget, r.admission.max_queue,
+        r.admission.queue_timeout_seconds, r.default_prompt_tokens, r.default_expected_tokens,
         r.max_concurrency_per_worker.value_or(-1), r.publish_interval_seconds}},
       {"energy", {ToString(s.energy.source), profiles}},
       {"carbon",
@@ -100,6 +100,7 @@ TEST(Defaults, AMinimalSpecGetsEveryDefault) {
   EXPECT_TRUE(s.routing.prefix_affinity.enabled);
   EXPECT_EQ(s.routing.prefix_affinity.block_size_tokens, 16);
   EXPECT_EQ(s.routing.prefix_affinity.max_blocks, 1'000'000);
+  EXPECT_EQ(s.routing.prefix_affinity.load_margin, 0.25);
   EXPECT_TRUE(s.routing.admission.kv_block_budget);
   EXPECT_EQ(s.routing.admission.max_queue, 1000);
   EXPECT_EQ(s.routing.admission.queue_timeout_seconds, 120);
@@ -134,7 +135,7 @@ TEST(Defaults, SettingAConstantToItsDefaultChangesNothing) {
     object[json::json_pointer(pointer)] = testing::YamlToJson(YAML::Load(row.value));
     EXPECT_EQ(Dump(ParseSpecOk(object)), defaulted) << row.field << " = " << row.value;
   }
-  EXPECT_EQ(constants, 29);
+  EXPECT_EQ(constants, 30);
 }
 
 TEST(Defaults, MetricsPortFollowsTargetPortUnlessGiven) {
@@ -196,6 +197,7 @@ TEST(DefaultsMarkdown, OneLinePerRow) {
   EXPECT_THAT(md, HasSubstr("| `metrics.port` | = `targetPort` | |\n"));
   EXPECT_THAT(md, HasSubstr("| `autoscaling.upscalingFactor` | `1.0` | |\n"));
   EXPECT_THAT(md, HasSubstr("| `routing.sessionAffinity.maxSessions` | `1000000` | |\n"));
+  EXPECT_THAT(md, HasSubstr("| `routing.prefixAffinity.loadMargin` | `0.25` | "));
   EXPECT_THAT(md, HasSubstr("| `carbon.zoneLabel` | `topology.kubernetes.io/region` |"));
 }
 

@@ -179,6 +179,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.routing.prefixAffinity.blockSizeTokens", "must be at least 1, got 0"},
         BadSpec{R"({"routing": {"prefixAffinity": {"enabled": 1}}})",
                 "spec.routing.prefixAffinity.enabled", "must be a boolean"},
+        BadSpec{R"({"routing": {"prefixAffinity": {"loadMargin": -0.5}}})",
+                "spec.routing.prefixAffinity.loadMargin", "must be at least 0, got -0.5"},
+        BadSpec{R"({"routing": {"prefixAffinity": {"loadMargin": 10.5}}})",
+                "spec.routing.prefixAffinity.loadMargin", "must be at most 10, got 10.5"},
+        BadSpec{R"({"routing": {"prefixAffinity": {"loadMargin": "0.5"}}})",
+                "spec.routing.prefixAffinity.loadMargin", "must be a number"},
         BadSpec{R"({"routing": {"admission": {"maxQueue": -1}}})",
                 "spec.routing.admission.maxQueue", "must be at least 0, got -1"},
         BadSpec{R"({"routing": {"admission": {"queueTimeoutSeconds": 7200}}})",
@@ -381,7 +387,8 @@ TEST(ParseInferencePool, AFullSpec) {
     "routing": {"strategy": "LeastBusy",
                 "sessionAffinity": {"enabled": false, "header": "X-Chat-Id", "ttlSeconds": 60,
                                     "maxSessions": 5000},
-                "prefixAffinity": {"enabled": false, "blockSizeTokens": 32, "maxBlocks": 100},
+                "prefixAffinity": {"enabled": false, "blockSizeTokens": 32, "maxBlocks": 100,
+                                   "loadMargin": 1.5},
                 "admission": {"kvBlockBudget": false, "maxQueue": 0, "queueTimeoutSeconds": 0.5},
                 "defaultPromptTokens": 1024, "defaultExpectedTokens": 128,
                 "maxConcurrencyPerWorker": 64, "publishIntervalSeconds": 30},
@@ -423,6 +430,7 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_FALSE(s.routing.prefix_affinity.enabled);
   EXPECT_EQ(s.routing.prefix_affinity.block_size_tokens, 32);
   EXPECT_EQ(s.routing.prefix_affinity.max_blocks, 100);
+  EXPECT_EQ(s.routing.prefix_affinity.load_margin, 1.5);
   EXPECT_FALSE(s.routing.admission.kv_block_budget);
   EXPECT_EQ(s.routing.admission.max_queue, 0);
   EXPECT_EQ(s.routing.admission.queue_timeout_seconds, 0.5);

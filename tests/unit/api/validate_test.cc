@@ -90,6 +90,7 @@ TEST(Validate, RoutingBounds) {
   s.routing.session_affinity.ttl_seconds = 0;
   s.routing.session_affinity.header = "";
   s.routing.prefix_affinity.block_size_tokens = 0;
+  s.routing.prefix_affinity.load_margin = -0.5;
   s.routing.admission.max_queue = -1;
   s.routing.default_prompt_tokens = 0;
   s.routing.default_expected_tokens = 0;
@@ -101,6 +102,7 @@ TEST(Validate, RoutingBounds) {
           FieldError{"spec.routing.sessionAffinity.header", "must not be empty"},
           FieldError{"spec.routing.sessionAffinity.ttlSeconds", "must be at least 1, got 0"},
           FieldError{"spec.routing.prefixAffinity.blockSizeTokens", "must be at least 1, got 0"},
+          FieldError{"spec.routing.prefixAffinity.loadMargin", "must be at least 0, got -0.5"},
           FieldError{"spec.routing.admission.maxQueue", "must be at least 0, got -1"},
           FieldError{"spec.routing.defaultPromptTokens", "must be at least 1, got 0"},
           FieldError{"spec.routing.defaultExpectedTokens", "must be at least 1, got 0"},
