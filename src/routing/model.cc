@@ -20,6 +20,15 @@ std::string_view StrategyName(Strategy strategy) {
   return "Unknown";
 }
 
+std::optional<Strategy> StrategyNamed(std::string_view name) {
+  for (const Strategy strategy :
+       {Strategy::kRoundRobin, Strategy::kLeastBusy, Strategy::kLatencyWeighted,
+        Strategy::kJouleWeighted, Strategy::kCarbonWeighted}) {
+    if (StrategyName(strategy) == name) return strategy;
+  }
+  return std::nullopt;
+}
+
 double EnergyProfile::marginal_joules_per_token() const {
   if (max_tokens_per_second <= 0 || max_watts <= idle_watts) return 0;
   return (max_watts - idle_watts) / max_tokens_per_second;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,8 @@ enum class Strategy { kRoundRobin, kLeastBusy, kLatencyWeighted, kJouleWeighted,
 
 // The CRD's name of `strategy`: "RoundRobin", "LeastBusy", ...
 std::string_view StrategyName(Strategy strategy);
+// The strategy of that name; nullopt for any other name.
+std::optional<Strategy> StrategyNamed(std::string_view name);
 
 enum class Accelerator { kCpu, kGpu, kTpu, kNpu, kMixed };
 

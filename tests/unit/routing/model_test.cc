@@ -71,6 +71,10 @@ TEST(ModelTest, StrategyNamesAreTheCrdNames) {
   EXPECT_EQ(StrategyName(Strategy::kLatencyWeighted), "LatencyWeighted");
   EXPECT_EQ(StrategyName(Strategy::kJouleWeighted), "JouleWeighted");
   EXPECT_EQ(StrategyName(Strategy::kCarbonWeighted), "CarbonWeighted");
+  EXPECT_EQ(StrategyNamed("LeastBusy"), Strategy::kLeastBusy);
+  EXPECT_EQ(StrategyNamed("CarbonWeighted"), Strategy::kCarbonWeighted);
+  EXPECT_EQ(StrategyNamed("carbonweighted"), std::nullopt);
+  EXPECT_EQ(StrategyNamed(""), std::nullopt);
 }
 
 }  // namespace
