@@ -111,7 +111,9 @@ struct alignas(64) PoolState::Cell {
   }
 };
 
-struct PoolState::View {
+// Cache-line aligned: its reference count (before it, in make_shared's block) is written on
+// every snapshot() and outcome copy, while picks on every thread read its fields.
+struct alignas(64) PoolState::View {
   std::shared_ptr<const PoolSnapshot> snapshot;
   std::vector<std::shared_ptr<Cell>> cells;  // by the snapshot's worker index
 
@@ -140,10 +142,14 @@ PoolState::PoolState(const Options& options, SessionBudget& budget)
 
 PoolState::~PoolState() = default;
 
-std::shared_ptr<const PoolState::View> PoolState::LoadView() const {
+const PoolState::ViewHandle& PoolState::LoadView() const {
   struct Cached {
     std::uint64_t pool = 0;
     std::uint64_t version = 0;
+    ViewHandle handle;
+  };
+  // This thread's own owner of a view: the snapshot handles it gives out count on it alone.
+  struct alignas(64) Pin {
     std::shared_ptr<const View> view;
   };
   // Most recently used first; views of pools that are gone leave as other pools' views come in.
@@ -155,16 +161,27 @@ std::shared_ptr<const PoolState::View> PoolState::LoadView() const {
               cache.begin() + static_cast<std::ptrdiff_t>(k) + 1);
   Cached& entry = cache.front();
   if (entry.pool != id_ || entry.version != version) {
-    const std::lock_guard lock(view_mu_);
-    entry = {.pool = id_, .version = view_version_.load(std::memory_order_relaxed), .view = view_};
+    std::shared_ptr<const View> view;
+    {
+      const std::lock_guard lock(view_mu_);
+      entry.version = view_version_.load(std::memory_order_relaxed);
+      view = view_;
+    }
+    entry.pool = id_;
+    entry.handle.snapshot = nullptr;
+    if (view) {
+      auto pin = std::make_shared<const Pin>(Pin{view});
+      entry.handle.snapshot = std::shared_ptr<const PoolSnapshot>(pin, view->snapshot.get());
+    }
+    entry.handle.view = std::move(view);
   }
-  return entry.view;
+  return entry.handle;
 }
 
 std::shared_ptr<const PoolSnapshot> PoolState::snapshot() const {
-  auto view = LoadView();
-  if (!view) return nullptr;
-  return view->snapshot;
+  const ViewHandle& handle = LoadView();
+  if (!handle.view) return nullptr;
+  return handle.view->snapshot;
 }
 
 void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePoint now) {
@@ -237,8 +254,9 @@ std::int64_t PoolState::TokensOf(const PickRequest& request) const {
          std::clamp<std::int64_t>(expected, 0, kMaxTokens);
 }
 
-PickOutcome PoolState::Decide(const std::shared_ptr<const View>& view, const PickRequest& request,
+PickOutcome PoolState::Decide(const ViewHandle& handle, const PickRequest& request,
                               std::uint64_t random, TimePoint now, bool released) const {
+  const View* view = handle.view.get();
   const PoolSnapshot& snap = *view->snapshot;
   const std::int64_t tokens = TokensOf(request);
   const bool budget = options_.kv_block_budget;
@@ -250,7 +268,7 @@ PickOutcome PoolState::Decide(const std::shared_ptr<const View>& view, const Pic
     return PickOutcome{.status = PickStatus::kPicked,
                        .reason = released ? PickReason::kQueued : reason,
                        .index = i,
-                       .snapshot = std::shared_ptr<const PoolSnapshot>(view, &snap)};
+                       .snapshot = handle.snapshot};
   };
   // When no worker of the model takes new work by weight (every one was saturated at publish),
   // the least busy serving worker that is not draining, with room: a scan, only in that case.
@@ -322,15 +340,15 @@ PickOutcome PoolState::Decide(const std::shared_ptr<const View>& view, const Pic
 }
 
 PickOutcome PoolState::TryPick(const PickRequest& request, std::uint64_t random, TimePoint now) {
-  const auto view = LoadView();
-  if (!view) return PickOutcome{.status = PickStatus::kNotPublished};
-  if (view->snapshot->size() == 0 && !options_.wait_without_workers) {
+  const ViewHandle& handle = LoadView();
+  if (!handle.view) return PickOutcome{.status = PickStatus::kNotPublished};
+  if (handle.view->snapshot->size() == 0 && !options_.wait_without_workers) {
     return PickOutcome{.status = PickStatus::kUnavailable};
   }
   if (queue_.Size() > 0 && ModelWaiting(request.model)) {
     return PickOutcome{.status = PickStatus::kNoRoom};
   }
-  return Decide(view, request, random, now, /*released=*/false);
+  return Decide(handle, request, random, now, /*released=*/false);
 }
 
 PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, TimePoint now,
@@ -392,7 +410,7 @@ std::optional<PoolState::TimePoint> PoolState::NextDeadline() const {
 }
 
 std::optional<double> PoolState::Busyness(WorkerKey worker) const {
-  const auto view = LoadView();
+  const std::shared_ptr<const View> view = LoadView().view;
   if (!view) return std::nullopt;
   const auto i = view->snapshot->IndexOf(worker);
   if (!i) return std::nullopt;
@@ -400,7 +418,7 @@ std::optional<double> PoolState::Busyness(WorkerKey worker) const {
 }
 
 std::optional<bool> PoolState::HasRoom(WorkerKey worker, std::int64_t tokens) const {
-  const auto view = LoadView();
+  const std::shared_ptr<const View> view = LoadView().view;
   if (!view) return std::nullopt;
   const auto i = view->snapshot->IndexOf(worker);
   if (!i) return std::nullopt;
@@ -422,8 +440,8 @@ void PoolState::CountWaiting(std::string_view model, std::ptrdiff_t delta) {
 
 void PoolState::ReleaseWaiting(TimePoint now) {
   if (queue_.Size() == 0) return;
-  const auto view = LoadView();
-  if (!view) return;
+  const ViewHandle handle = LoadView();  // a copy: `done` callbacks may pick again
+  if (!handle.view) return;
   // Head of line per model: once a pick for a model finds no room, later picks for that model
   // stay behind it; picks for other models may pass.
   std::vector<std::string_view> blocked;
@@ -431,7 +449,7 @@ void PoolState::ReleaseWaiting(TimePoint now) {
     if (std::find(blocked.begin(), blocked.end(), waiter.model) != blocked.end()) {
       return Placement::kKeep;
     }
-    PickOutcome outcome = Decide(view, waiter.Request(), waiter.random, now, /*released=*/true);
+    PickOutcome outcome = Decide(handle, waiter.Request(), waiter.random, now, /*released=*/true);
     if (outcome.picked()) {
       waiter.outcome = std::move(outcome);
       return Placement::kPlaced;
