@@ -43,11 +43,12 @@
 // than waiting for the next generation.
 //
 // When no worker has room, the pick waits (status kQueued) in the pool's FIFO queue until its
-// deadline and its `done` is called exactly once, from whichever thread then calls SetSnapshot,
-// ObserveLoad, Tick or Cancel (never while a lock of this object is held): kPicked with reason
-// `queued` when capacity appears, kTimedOut at the deadline, kUnavailable when waiting becomes
-// impossible. While picks for a model wait, new picks for that model queue behind them rather
-// than overtake them (picks for other models may pass); released waiters are placed oldest first.
+// deadline and its `done` is called exactly once (unless Cancel takes it back first), from
+// whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a lock of this
+// object is held): kPicked with reason `queued` when capacity appears, kTimedOut at the
+// deadline, kUnavailable when waiting becomes impossible. While picks for a model wait, new picks
+// for that model queue behind them rather than overtake them (picks for other models may pass);
+// released waiters are placed oldest first.
 // Immediate refusals: kQueueFull (429: max_queue waiting), kUnavailable (503: the pool has no
 // worker and `wait_without_workers` is off, or queueing is off), kNotPublished (503: no snapshot
 // yet), kTimedOut (504: the deadline is already past).
