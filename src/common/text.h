@@ -6,12 +6,24 @@
 //   "server " + eoc::Quoted(value) + " is not a URL"
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace eoc {
+
+// A hash that takes a string_view, so that a lookup in a map keyed by std::string builds none.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+// A map keyed by strings that `find`s by string_view without allocating.
+template <typename V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
 // `value` in double quotes for an error message, cut short after 100 bytes: values come from files
 // and plugins, and may be megabytes long.

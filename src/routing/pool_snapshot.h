@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
 #include "routing/alias_table.h"
 #include "routing/maglev.h"
 #include "routing/model.h"
@@ -150,11 +151,6 @@ class PoolSnapshot {
     bool filter = false;  // the group holds workers that do not serve the model
     bool any = false;     // some worker serves the model and takes new work
   };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   Route RouteOf(std::string_view model) const;
   std::uint32_t AddGroup(std::vector<std::uint32_t> candidates, std::size_t& slots_left);
   // The least busy of the group's candidates that are `ok`; ties go at random, in proportion to
@@ -168,7 +164,7 @@ class PoolSnapshot {
   Strategy strategy_;
   std::unordered_map<WorkerKey, std::uint32_t> index_;
   std::vector<Group> groups_;  // [0]: every worker that takes new work
-  std::unordered_map<std::string, Route, StringHash, std::equal_to<>> models_;
+  StringMap<Route> models_;
   Route unnamed_model_;  // a model no worker names: the workers that serve any model
 };
 

@@ -427,7 +427,7 @@ std::optional<bool> PoolState::HasRoom(WorkerKey worker, std::int64_t tokens) co
 
 bool PoolState::ModelWaiting(std::string_view model) const {
   const std::lock_guard lock(waiting_mu_);
-  const auto it = waiting_models_.find(std::string(model));
+  const auto it = waiting_models_.find(model);
   return it != waiting_models_.end() && it->second > 0;
 }
 

@@ -68,6 +68,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/text.h"
 #include "routing/ids.h"
 #include "routing/model.h"
 #include "routing/pool_snapshot.h"
@@ -249,7 +250,7 @@ class PoolState {
 
   WaitQueue<Waiter> queue_;
   mutable std::mutex waiting_mu_;
-  std::unordered_map<std::string, std::size_t> waiting_models_;  // guarded by waiting_mu_
+  StringMap<std::size_t> waiting_models_;  // guarded by waiting_mu_
   std::atomic<TimePoint::rep> last_sweep_{0};
   // Moves whenever capacity may have appeared (a snapshot, a scrape).
   std::atomic<std::uint64_t> capacity_epoch_{0};

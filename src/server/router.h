@@ -7,13 +7,12 @@
 //   router.Serve(request, response, omit_body, log);   // 404, 405 + Allow, or the handler's
 #pragma once
 
-#include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
 #include "server/http.h"
 #include "telemetry/logging.h"
 
@@ -37,12 +36,7 @@ class Router {
     std::string allow;                                     // "GET, HEAD, POST", for 405
     const Handler* Find(std::string_view method) const;
   };
-  // Hash and equality that take a string_view, so a lookup does not build a std::string.
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
-  std::unordered_map<std::string, Route, Hash, std::equal_to<>> routes_;
+  StringMap<Route> routes_;
 };
 
 }  // namespace eoc::server::internal
