@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "routing/ids.h"
+#include "workers.h"
 
 namespace eoc::routing {
 namespace {
@@ -19,21 +20,8 @@ namespace {
 constexpr Strategy kWeighted[] = {Strategy::kLatencyWeighted, Strategy::kJouleWeighted,
                                   Strategy::kCarbonWeighted};
 
-Worker MakeWorker(int i, std::int32_t weight = 1000, std::vector<std::string> models = {}) {
-  const std::string pod = "prod/vllm-" + std::to_string(i);
-  return Worker{.key = WorkerKeyOf(pod),
-                .pod = pod,
-                .address = "10.0.0." + std::to_string(i) + ":8000",
-                .capability = {.models = std::move(models)},
-                .weight = weight};
-}
-
-std::vector<Worker> Pool(int n, std::int32_t weight = 1000) {
-  std::vector<Worker> workers;
-  workers.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) workers.push_back(MakeWorker(i, weight));
-  return workers;
-}
+using testing::MakeWorker;
+using testing::Workers;
 
 const auto kIdle = [](std::size_t) { return 0.0; };
 const auto kAll = [](std::size_t) { return true; };
@@ -66,7 +54,7 @@ double MovedShare(const std::vector<std::string>& before, const std::vector<std:
 }
 
 TEST(PoolSnapshotTest, IndexesWorkersByKey) {
-  const auto snapshot = PoolSnapshot::Build(Pool(3), 7, Strategy::kJouleWeighted);
+  const auto snapshot = PoolSnapshot::Build(Workers(3), 7, Strategy::kJouleWeighted);
   EXPECT_EQ(snapshot->generation(), 7);
   EXPECT_EQ(snapshot->strategy(), Strategy::kJouleWeighted);
   ASSERT_EQ(snapshot->size(), 3U);
@@ -76,13 +64,13 @@ TEST(PoolSnapshotTest, IndexesWorkersByKey) {
 }
 
 TEST(PoolSnapshotTest, RefusesTwoWorkersWithOneKey) {
-  std::vector<Worker> workers = Pool(2);
+  std::vector<Worker> workers = Workers(2);
   workers.push_back(workers[0]);
   EXPECT_THROW(PoolSnapshot::Build(workers, 1, Strategy::kRoundRobin), std::invalid_argument);
 }
 
 TEST(PoolSnapshotTest, WeightedStrategiesFollowTheirWeights) {
-  std::vector<Worker> workers = Pool(6);
+  std::vector<Worker> workers = Workers(6);
   const std::vector<std::int32_t> weights = {1000, 500, 250, 125, 0, 1000};
   for (std::size_t i = 0; i < workers.size(); ++i) workers[i].weight = weights[i];
   constexpr int kPicks = 100'000;
@@ -102,7 +90,7 @@ TEST(PoolSnapshotTest, WeightedStrategiesFollowTheirWeights) {
 }
 
 TEST(PoolSnapshotTest, RoundRobinTakesTurnsAndSkipsTheIneligible) {
-  std::vector<Worker> workers = Pool(5);
+  std::vector<Worker> workers = Workers(5);
   workers[3].weight = 0;
   const auto snapshot = PoolSnapshot::Build(workers, 1, Strategy::kRoundRobin);
   const std::vector<int> counts = PickCounts(*snapshot, 4000);
@@ -113,7 +101,7 @@ TEST(PoolSnapshotTest, RoundRobinTakesTurnsAndSkipsTheIneligible) {
 }
 
 TEST(PoolSnapshotTest, LeastBusyPicksTheLeastBusy) {
-  const auto snapshot = PoolSnapshot::Build(Pool(6), 1, Strategy::kLeastBusy);
+  const auto snapshot = PoolSnapshot::Build(Workers(6), 1, Strategy::kLeastBusy);
   const std::vector<double> busy = {0.5, 0.4, 0.9, 0.1, 0.3, 0.2};
   const auto busyness = [&](std::size_t i) { return busy[i]; };
   std::mt19937_64 rng(1);
@@ -124,7 +112,7 @@ TEST(PoolSnapshotTest, LeastBusyPicksTheLeastBusy) {
 }
 
 TEST(PoolSnapshotTest, LeastBusySamplesLargePoolsAndSpreadsTies) {
-  const auto snapshot = PoolSnapshot::Build(Pool(1000), 1, Strategy::kLeastBusy);
+  const auto snapshot = PoolSnapshot::Build(Workers(1000), 1, Strategy::kLeastBusy);
   // Busyness rises with the index: the best of 8 samples has an expected rank of 1000 / 9.
   const auto busyness = [](std::size_t i) { return static_cast<double>(i); };
   std::mt19937_64 rng(9);
@@ -139,7 +127,7 @@ TEST(PoolSnapshotTest, LeastBusySamplesLargePoolsAndSpreadsTies) {
 
 TEST(PoolSnapshotTest, TwoChoicesPreferTheLessBusy) {
   for (const Strategy strategy : kWeighted) {
-    const auto snapshot = PoolSnapshot::Build(Pool(2), 1, strategy);
+    const auto snapshot = PoolSnapshot::Build(Workers(2), 1, strategy);
     const auto busyness = [](std::size_t i) { return i == 0 ? 0.9 : 0.1; };
     std::mt19937_64 rng(11);
     int less_busy = 0;
@@ -155,7 +143,7 @@ TEST(PoolSnapshotTest, TwoChoicesPreferTheLessBusy) {
 TEST(PoolSnapshotTest, OnlyEligibleWorkersArePicked) {
   for (const Strategy strategy :
        {Strategy::kRoundRobin, Strategy::kLeastBusy, Strategy::kJouleWeighted}) {
-    const auto snapshot = PoolSnapshot::Build(Pool(1000), 1, strategy);
+    const auto snapshot = PoolSnapshot::Build(Workers(1000), 1, strategy);
     const auto only_777 = [](std::size_t i) { return i == 777; };  // found by the fallback scan
     std::mt19937_64 rng(3);
     for (int k = 0; k < 20; ++k) {
@@ -209,7 +197,7 @@ TEST(PoolSnapshotTest, ModelsPastTheTableBudgetFilterTheSharedTables) {
 }
 
 TEST(PoolSnapshotTest, DrainingAndWeightZeroWorkersTakeNoNewWork) {
-  std::vector<Worker> workers = Pool(4);
+  std::vector<Worker> workers = Workers(4);
   workers[1].draining = true;
   workers[2].weight = 0;
   for (const Strategy strategy :
@@ -225,7 +213,7 @@ TEST(PoolSnapshotTest, DrainingAndWeightZeroWorkersTakeNoNewWork) {
 }
 
 TEST(PoolSnapshotTest, EmptyAndAllZeroPoolsChooseNothing) {
-  std::vector<Worker> zeros = Pool(3, 0);
+  std::vector<Worker> zeros = Workers(3, 0);
   zeros.push_back(MakeWorker(3));
   zeros.back().draining = true;
   for (const auto& workers : {std::vector<Worker>{}, zeros}) {
@@ -243,7 +231,7 @@ TEST(PoolSnapshotTest, EmptyAndAllZeroPoolsChooseNothing) {
 }
 
 TEST(PoolSnapshotTest, TwoSnapshotsOfOneTablePlaceSessionsAlike) {
-  std::vector<Worker> workers = Pool(40);
+  std::vector<Worker> workers = Workers(40);
   for (std::size_t i = 0; i < workers.size(); ++i) {
     workers[i].weight = static_cast<std::int32_t>(100 + i * 20);
   }
@@ -255,7 +243,7 @@ TEST(PoolSnapshotTest, TwoSnapshotsOfOneTablePlaceSessionsAlike) {
 }
 
 TEST(PoolSnapshotTest, SessionsGoWhereTheyPreferWhileEligible) {
-  const auto snapshot = PoolSnapshot::Build(Pool(10), 1, Strategy::kJouleWeighted);
+  const auto snapshot = PoolSnapshot::Build(Workers(10), 1, Strategy::kJouleWeighted);
   for (int s = 0; s < 1000; ++s) {
     const SessionHash h = SessionHashOf("s" + std::to_string(s));
     const std::size_t first = *snapshot->PlaceSession(h, "", kAll);
@@ -268,7 +256,7 @@ TEST(PoolSnapshotTest, SessionsGoWhereTheyPreferWhileEligible) {
 }
 
 TEST(PoolSnapshotTest, RemovingAWorkerMovesItsSessionsAndFewOthers) {
-  std::vector<Worker> workers = Pool(50);
+  std::vector<Worker> workers = Workers(50);
   const auto before =
       Placements(*PoolSnapshot::Build(workers, 1, Strategy::kJouleWeighted), 10'000);
   const std::string gone = workers[13].pod;
@@ -287,7 +275,7 @@ TEST(PoolSnapshotTest, RemovingAWorkerMovesItsSessionsAndFewOthers) {
 
 TEST(PoolSnapshotTest, AWeightChangeMovesAboutTheShareOfWeightMoved) {
   for (const int n : {10, 100}) {
-    std::vector<Worker> workers = Pool(n);
+    std::vector<Worker> workers = Workers(n);
     const auto before =
         Placements(*PoolSnapshot::Build(workers, 1, Strategy::kJouleWeighted), 10'000);
     workers[6].weight = 400;
@@ -303,7 +291,7 @@ TEST(PoolSnapshotTest, AWeightChangeMovesAboutTheShareOfWeightMoved) {
 }
 
 TEST(PoolSnapshotTest, RoundRobinAndLeastBusyPlaceSessionsByEqualWeights) {
-  std::vector<Worker> workers = Pool(2);
+  std::vector<Worker> workers = Workers(2);
   workers[0].weight = 900;
   workers[1].weight = 100;
   const auto equal = PoolSnapshot::Build(workers, 1, Strategy::kLeastBusy);
@@ -317,7 +305,7 @@ TEST(PoolSnapshotTest, RoundRobinAndLeastBusyPlaceSessionsByEqualWeights) {
 }
 
 TEST(PoolSnapshotTest, ManyThreadsShareOneSnapshot) {
-  std::vector<Worker> workers = Pool(100);
+  std::vector<Worker> workers = Workers(100);
   for (std::size_t i = 0; i < workers.size(); ++i)
     workers[i].weight = static_cast<std::int32_t>(1 + (i % 4) * 333);
   const std::shared_ptr<const PoolSnapshot> snapshot =

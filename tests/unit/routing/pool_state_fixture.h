@@ -15,29 +15,12 @@
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/session_table.h"
+#include "workers.h"
 
 namespace eoc::routing::testing {
 
 using TimePoint = std::chrono::steady_clock::time_point;
 inline const TimePoint kT0 = TimePoint{} + std::chrono::hours(1);
-
-inline std::string PodOf(int i) { return "prod/vllm-" + std::to_string(i); }
-inline WorkerKey KeyOf(int i) { return WorkerKeyOf(PodOf(i)); }
-
-inline Worker MakeWorker(int i, std::int32_t weight = 1000, std::vector<std::string> models = {}) {
-  return Worker{.key = KeyOf(i),
-                .pod = PodOf(i),
-                .address = "10.0.0." + std::to_string(i) + ":8000",
-                .capability = {.models = std::move(models), .max_concurrency = 100},
-                .weight = weight};
-}
-
-inline std::vector<Worker> Workers(int n, std::int32_t weight = 1000) {
-  std::vector<Worker> workers;
-  workers.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) workers.push_back(MakeWorker(i, weight));
-  return workers;
-}
 
 // A scraped load: `running` sequences, and `free_blocks` of 16 tokens free.
 inline Load LoadOf(double running, std::int64_t free_blocks = 100'000) {
