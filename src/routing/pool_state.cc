@@ -22,6 +22,20 @@ constexpr std::size_t kCachedViews = 16;
 
 std::atomic<std::uint64_t> next_pool_id{1};
 
+// The answer to a pick that the queue did not admit.
+PickStatus RefusalStatus(Admission admission) {
+  switch (admission) {
+    case Admission::kFull:
+      return PickStatus::kQueueFull;
+    case Admission::kExpired:
+      return PickStatus::kTimedOut;
+    case Admission::kQueued:  // not a refusal
+    case Admission::kUnavailable:
+      break;
+  }
+  return PickStatus::kUnavailable;
+}
+
 }  // namespace
 
 std::string_view ToString(PickReason reason) {
@@ -366,18 +380,9 @@ PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, Ti
                 .done = std::move(wait.done)};
   CountWaiting(request.model, 1);
   auto admitted = queue_.Admit(std::move(waiter), wait.deadline, now);
-  switch (admitted.admission) {
-    case Admission::kQueued:
-      break;
-    case Admission::kFull:
-      CountWaiting(request.model, -1);
-      return PickOutcome{.status = PickStatus::kQueueFull};
-    case Admission::kExpired:
-      CountWaiting(request.model, -1);
-      return PickOutcome{.status = PickStatus::kTimedOut};
-    case Admission::kUnavailable:
-      CountWaiting(request.model, -1);
-      return PickOutcome{.status = PickStatus::kUnavailable};
+  if (admitted.admission != Admission::kQueued) {
+    CountWaiting(request.model, -1);
+    return PickOutcome{.status = RefusalStatus(admitted.admission)};
   }
   // Capacity that appeared between the decision and the admission would otherwise wait for the
   // next scrape: offer it now.
