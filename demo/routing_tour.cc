@@ -183,10 +183,6 @@ std::vector<Row> ReadTable(std::istream& in) {
   return rows;
 }
 
-bool Weighted(Strategy strategy) {
-  return strategy != Strategy::kRoundRobin && strategy != Strategy::kLeastBusy;
-}
-
 // A scrape: `running` sequences, `free` of kBlocksTotal KV blocks free.
 Load Scrape(double running, std::int64_t free) {
   return Load{.running = running,
@@ -399,7 +395,7 @@ class Tour {
     Publish(reweighed);
     ScrapeAll();
     ShareTable(reweighed, Shares(reweighed, kStrategyPicks), joules);
-    if (!Weighted(strategy_)) {
+    if (eoc::routing::UsesEqualWeights(strategy_)) {
       Say(name + " gives every worker that takes new work (weight above 0) an equal share");
     }
     Publish(table_);

@@ -29,6 +29,10 @@ std::optional<Strategy> StrategyNamed(std::string_view name) {
   return std::nullopt;
 }
 
+bool UsesEqualWeights(Strategy strategy) {
+  return strategy == Strategy::kRoundRobin || strategy == Strategy::kLeastBusy;
+}
+
 double EnergyProfile::marginal_joules_per_token() const {
   if (max_tokens_per_second <= 0 || max_watts <= idle_watts) return 0;
   return (max_watts - idle_watts) / max_tokens_per_second;

@@ -34,6 +34,9 @@ enum class Strategy { kRoundRobin, kLeastBusy, kLatencyWeighted, kJouleWeighted,
 std::string_view StrategyName(Strategy strategy);
 // The strategy of that name; nullopt for any other name.
 std::optional<Strategy> StrategyNamed(std::string_view name);
+// RoundRobin and LeastBusy: every worker weighs the same, whatever the published weights (the
+// other three follow the weights).
+bool UsesEqualWeights(Strategy strategy);
 
 enum class Accelerator { kCpu, kGpu, kTpu, kNpu, kMixed };
 

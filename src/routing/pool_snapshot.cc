@@ -31,10 +31,6 @@ std::size_t Uniform(std::uint64_t random, std::size_t n) {
   return static_cast<std::size_t>((static_cast<Uint128>(random) * n) >> 64);
 }
 
-bool EqualWeights(Strategy strategy) {
-  return strategy == Strategy::kRoundRobin || strategy == Strategy::kLeastBusy;
-}
-
 }  // namespace
 
 std::shared_ptr<const PoolSnapshot> PoolSnapshot::Build(std::vector<Worker> workers,
@@ -103,7 +99,7 @@ std::uint32_t PoolSnapshot::AddGroup(std::vector<std::uint32_t> candidates,
   for (const std::uint32_t i : candidates) {
     weights.push_back(workers_[i].weight);
     entries.push_back(
-        {.key = workers_[i].key, .weight = EqualWeights(strategy_) ? 1 : workers_[i].weight});
+        {.key = workers_[i].key, .weight = UsesEqualWeights(strategy_) ? 1 : workers_[i].weight});
   }
   Group group{.candidates = std::move(candidates),
               .alias = AliasTable(weights),
@@ -266,7 +262,7 @@ std::optional<std::size_t> PoolSnapshot::PlaceSession(SessionHash session, std::
     if (!ok(i)) continue;
     const double u =
         (static_cast<double>(Mix64(session ^ Mix64(workers_[i].key)) >> 11U) + 0.5) * 0x1p-53;
-    const double weight = EqualWeights(strategy_) ? 1.0 : workers_[i].weight;
+    const double weight = UsesEqualWeights(strategy_) ? 1.0 : workers_[i].weight;
     const double score = weight / -std::log(u);
     if (!best || score > best_score) {
       best = i;

@@ -75,6 +75,11 @@ TEST(ModelTest, StrategyNamesAreTheCrdNames) {
   EXPECT_EQ(StrategyNamed("CarbonWeighted"), Strategy::kCarbonWeighted);
   EXPECT_EQ(StrategyNamed("carbonweighted"), std::nullopt);
   EXPECT_EQ(StrategyNamed(""), std::nullopt);
+  EXPECT_TRUE(UsesEqualWeights(Strategy::kRoundRobin));
+  EXPECT_TRUE(UsesEqualWeights(Strategy::kLeastBusy));
+  EXPECT_FALSE(UsesEqualWeights(Strategy::kJouleWeighted));
+  EXPECT_FALSE(UsesEqualWeights(Strategy::kCarbonWeighted));
+  EXPECT_FALSE(UsesEqualWeights(Strategy::kLatencyWeighted));
 }
 
 }  // namespace
