@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -268,6 +269,22 @@ std::optional<std::size_t> PoolSnapshot::PlaceSession(SessionHash session, std::
       best = i;
       best_score = score;
     }
+  }
+  return best;
+}
+
+std::optional<std::size_t> PoolSnapshot::PickUnweighted(std::string_view model,
+                                                        std::uint64_t random, BusynessFn busyness,
+                                                        EligibleFn eligible) const {
+  if (workers_.empty() || HasCandidates(model)) return std::nullopt;
+  std::optional<std::size_t> best;
+  double best_busyness = std::numeric_limits<double>::infinity();
+  const std::size_t start = random % workers_.size();
+  for (std::size_t k = 0; k < workers_.size(); ++k) {
+    const std::size_t i = (start + k) % workers_.size();
+    if (workers_[i].draining || !Serves(i, model) || !eligible(i)) continue;
+    const double b = busyness(i);
+    if (b < best_busyness) best = i, best_busyness = b;
   }
   return best;
 }

@@ -14,7 +14,9 @@
 // Who takes new work: a worker that serves the model (its models list it, or are empty), is not
 // draining, has a published weight above 0, and passes the caller's `eligible` (KV budget, ...).
 // Draining and weight-0 workers stay in the snapshot (indexable, IndexOf) so that their bound
-// sessions and prefix entries can still find them, but no choice here returns them.
+// sessions and prefix entries can still find them, but no choice here returns them (but
+// PickUnweighted, the caller's fallback when every serving worker has weight 0, may return the
+// weight-0 ones).
 // Choices, all O(1) while most candidates are eligible (a bounded number of tries, then a scan):
 //   RoundRobin       the candidates in index order, from `ticket` mod their count; the first
 //                    eligible one (the caller's counter makes the turns; one per pick).
@@ -134,6 +136,14 @@ class PoolSnapshot {
   // and eligibility. Nothing when no candidate is eligible.
   std::optional<std::size_t> PlaceSession(SessionHash session, std::string_view model,
                                           EligibleFn eligible) const;
+
+  // The fallback for a model with no candidate by weight (HasCandidates false because every
+  // serving worker had weight 0 when the table was published: all were saturated): the least
+  // busy serving worker that is not draining and is `eligible`, by a scan of every worker, from a
+  // random start (the first of equals from there). Nothing when the model has candidates, or
+  // none of these is eligible.
+  std::optional<std::size_t> PickUnweighted(std::string_view model, std::uint64_t random,
+                                            BusynessFn busyness, EligibleFn eligible) const;
 
   PoolSnapshot(Private /*unused*/, std::vector<Worker> workers, std::int64_t generation,
                Strategy strategy);

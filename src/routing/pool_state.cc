@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <stdexcept>
 #include <utility>
 
@@ -284,20 +283,9 @@ PickOutcome PoolState::Decide(const ViewHandle& handle, const PickRequest& reque
                        .index = i,
                        .snapshot = handle.snapshot};
   };
-  // When no worker of the model takes new work by weight (every one was saturated at publish),
-  // the least busy serving worker that is not draining, with room: a scan, only in that case.
-  auto unweighted = [&](std::uint64_t r) -> std::optional<std::size_t> {
-    if (snap.size() == 0 || snap.HasCandidates(request.model)) return std::nullopt;
-    std::optional<std::size_t> best;
-    double best_busyness = std::numeric_limits<double>::infinity();
-    const std::size_t start = r % snap.size();
-    for (std::size_t k = 0; k < snap.size(); ++k) {
-      const std::size_t i = (start + k) % snap.size();
-      if (snap.worker(i).draining || !snap.Serves(i, request.model) || !room(i)) continue;
-      const double b = busy(i);
-      if (b < best_busyness) best = i, best_busyness = b;
-    }
-    return best;
+  // When every serving worker had weight 0 at publish: a scan, only then.
+  auto unweighted = [&](std::uint64_t r) {
+    return snap.PickUnweighted(request.model, r, busy, room);
   };
 
   // 1. Sessions.

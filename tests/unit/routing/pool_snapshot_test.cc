@@ -230,6 +230,24 @@ TEST(PoolSnapshotTest, EmptyAndAllZeroPoolsChooseNothing) {
   }
 }
 
+TEST(PoolSnapshotTest, WithEveryWeightZeroTheLeastBusyServingWorkerIsTheFallback) {
+  std::vector<Worker> workers = Workers(4, 0);
+  workers[0].draining = true;
+  workers[3].capability.models = {"mistral"};
+  const auto snapshot = PoolSnapshot::Build(workers, 1, Strategy::kJouleWeighted);
+  const auto busy = [](std::size_t i) { return i == 2 ? 0.9 : 0.1 * static_cast<double>(i); };
+  // Worker 0 is draining, 3 serves another model, 2 is the busier of 1 and 2.
+  for (std::uint64_t random = 0; random < 8; ++random) {
+    EXPECT_EQ(snapshot->PickUnweighted("llama", random, busy, kAll), 1U);
+  }
+  EXPECT_EQ(snapshot->PickUnweighted("llama", 0, busy, [](std::size_t i) { return i != 1; }), 2U);
+  EXPECT_EQ(snapshot->PickUnweighted("llama", 0, busy, [](std::size_t) { return false; }),
+            std::nullopt);
+  // A model with candidates by weight is not the fallback's.
+  const auto weighted = PoolSnapshot::Build(Workers(2), 1, Strategy::kJouleWeighted);
+  EXPECT_EQ(weighted->PickUnweighted("llama", 0, busy, kAll), std::nullopt);
+}
+
 TEST(PoolSnapshotTest, TwoSnapshotsOfOneTablePlaceSessionsAlike) {
   std::vector<Worker> workers = Workers(40);
   for (std::size_t i = 0; i < workers.size(); ++i) {
