@@ -163,15 +163,26 @@ Result<ListPage> Client::List(const ResourceRef& r, const std::string& ns,
 
 Result<ListPage> Client::ListAll(const ResourceRef& r, const std::string& ns, ListOptions options) {
   if (options.limit <= 0) options.limit = kDefaultPageSize;
+  const std::string requested_version = options.resource_version;
   ListPage all;
   for (bool first = true;; first = false) {
     auto page = List(r, ns, options);
-    if (!page) return page.error();
+    if (!page) {
+      // As client-go's pager: a continue token that expired mid-list (410) falls back to one
+      // list of everything at the version first asked for.
+      if (first || !page.error().IsGone()) return page.error();
+      options.limit = 0;
+      options.continue_token.clear();
+      options.resource_version = requested_version;
+      return List(r, ns, options);
+    }
     if (first) all.resource_version = page->resource_version;
     all.items.insert(all.items.end(), std::make_move_iterator(page->items.begin()),
                      std::make_move_iterator(page->items.end()));
     if (page->continue_token.empty()) return all;
     options.continue_token = page->continue_token;
+    // The token carries the version: the server refuses a page that names both (400).
+    options.resource_version.clear();
   }
 }
 

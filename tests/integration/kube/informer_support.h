@@ -1,9 +1,12 @@
 // Helpers for informer integration tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -11,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "control_plane.h"
 #include "eventually.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -76,5 +80,24 @@ inline std::map<std::string, std::string> ServerVersions(kube::Client& client,
   }
   return out;
 }
+
+// Runs a shell command; returns its standard output, or fails the test.
+inline std::string Shell(const std::string& command) {
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int rc = pclose(p);
+  EXPECT_EQ(rc, 0) << command << "\n" << out;
+  return out;
+}
+
+#ifdef EOC_CONTROL_PLANE
+// SIGKILLs the plane's kube-apiserver and starts it again on the same port: every watch breaks.
+inline void RestartApiServer(const ControlPlane& plane) {
+  Shell(std::string(EOC_CONTROL_PLANE) + " restart-apiserver " + plane.dir() + " 2>&1");
+}
+#endif
 
 }  // namespace eoc::testing

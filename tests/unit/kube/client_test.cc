@@ -98,12 +98,44 @@ TEST_F(ClientTest, ListAllFollowsContinue) {
   EXPECT_EQ(transport_->requests[1].path, "/api/v1/namespaces/default/pods?limit=2&continue=p2");
 }
 
-TEST_F(ClientTest, ListAllStopsOnAnExpiredContinueToken) {
-  transport_->Reply(200, R"({"metadata":{"continue":"p2"},"items":[]})");
+// The API server refuses a page that carries both continue and a resourceVersion (400, "specifying
+// resource version is not allowed when using continue"): the version goes with the first page only.
+TEST_F(ClientTest, ListAllSendsTheVersionWithTheFirstPageOnly) {
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"42","continue":"p2"},"items":[]})");
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"42","continue":"p3"},"items":[]})");
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"42"},"items":[]})");
+  auto r = client_->ListAll(resources::kPods, "default", {.limit = 2, .resource_version = "40"});
+  ASSERT_TRUE(r) << r.error().ToString();
+  ASSERT_EQ(transport_->requests.size(), 3U);
+  EXPECT_EQ(transport_->requests[0].path,
+            "/api/v1/namespaces/default/pods?resourceVersion=40&limit=2");
+  EXPECT_EQ(transport_->requests[1].path, "/api/v1/namespaces/default/pods?limit=2&continue=p2");
+  EXPECT_EQ(transport_->requests[2].path, "/api/v1/namespaces/default/pods?limit=2&continue=p3");
+}
+
+// As client-go's pager: a continue token that expired mid-list falls back to one full list at the
+// version first asked for.
+TEST_F(ClientTest, ListAllListsEverythingWhenAContinueTokenExpires) {
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"42","continue":"p2"},
+      "items":[{"metadata":{"name":"a"}}]})");
   transport_->Reply(410, R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})");
-  auto r = client_->ListAll(resources::kPods, "default", {});
+  transport_->Reply(200, R"({"metadata":{"resourceVersion":"50"},
+      "items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})");
+  auto r = client_->ListAll(resources::kPods, "default", {.limit = 1, .resource_version = "40"});
+  ASSERT_TRUE(r) << r.error().ToString();
+  ASSERT_EQ(r->items.size(), 2U);
+  EXPECT_EQ(r->resource_version, "50");
+  ASSERT_EQ(transport_->requests.size(), 3U);
+  EXPECT_EQ(transport_->requests[2].path, "/api/v1/namespaces/default/pods?resourceVersion=40");
+}
+
+// A 410 on the first page is the caller's: its version is gone (the reflector relists from "").
+TEST_F(ClientTest, ListAllReturnsAnExpiredFirstPage) {
+  transport_->Reply(410, R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})");
+  auto r = client_->ListAll(resources::kPods, "default", {.resource_version = "40"});
   ASSERT_FALSE(r);
   EXPECT_TRUE(r.error().IsGone());
+  EXPECT_EQ(transport_->requests.size(), 1U);
 }
 
 TEST_F(ClientTest, UpdateUsesTheObjectsNameAndRefusesNone) {
