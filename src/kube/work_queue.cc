@@ -157,7 +157,10 @@ void WorkQueue::DelayLoop() {
     if (due_order_.empty()) {
       delay_cv_.wait(lock);
     } else {
-      delay_cv_.wait_until(lock, due_order_.begin()->first);
+      // A copy: AddAfter (moving a key earlier) and ShutDown erase the node while we wait, and
+      // wait_until reads its deadline again on waking.
+      const RealTime due = due_order_.begin()->first;
+      delay_cv_.wait_until(lock, due);
     }
   }
 }

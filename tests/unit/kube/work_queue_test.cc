@@ -266,6 +266,25 @@ TEST(WorkQueue, ALaterShorterDelayWins) {
   EXPECT_EQ(GetOrFail(queue), "ns/a");
 }
 
+// The delay loop waits on the earliest due time; moving that key earlier erases the node it was
+// waiting on. It must wait on a copy (AddressSanitizer reported a heap-use-after-free here).
+TEST(WorkQueue, MovingTheAwaitedKeyEarlierWakesTheDelayLoopSafely) {
+  WorkQueue queue("test");
+  queue.AddAfter("ns/a", hours(1));
+  std::this_thread::sleep_for(milliseconds(50));  // the loop is now waiting on the hour
+  queue.AddAfter("ns/a", milliseconds(1));
+  EXPECT_EQ(GetOrFail(queue), "ns/a");
+}
+
+// Shutting down clears the delayed keys while the loop waits on one of them.
+TEST(WorkQueue, ShutDownWhileTheDelayLoopWaitsIsSafe) {
+  WorkQueue queue("test");
+  queue.AddAfter("ns/a", hours(1));
+  std::this_thread::sleep_for(milliseconds(50));
+  queue.ShutDown();
+  EXPECT_EQ(queue.Len(), 0U);
+}
+
 TEST(WorkQueue, ALaterLongerDelayDoesNotPostpone) {
   WorkQueue queue("test");
   queue.AddAfter("ns/a", milliseconds(20));
