@@ -24,6 +24,8 @@ class KubeMetrics::ReflectorAdapter final : public kube::ReflectorMetrics {
       : lists_(m.lists_.Add({{"resource", resource}})),
         watches_(m.watches_.Add({{"resource", resource}})),
         errors_(m.errors_.Add({{"resource", resource}})),
+        stale_(m.stale_.Add({{"resource", resource}})),
+        invalid_(m.invalid_.Add({{"resource", resource}})),
         events_(m.events_),
         resource_(resource) {}
 
@@ -33,11 +35,25 @@ class KubeMetrics::ReflectorAdapter final : public kube::ReflectorMetrics {
     events_.Add({{"resource", resource_}, {"type", kube::ToString(type)}}).Increment();
   }
   void OnError(const kube::Status& /*status*/) override { errors_.Increment(); }
+  // One adapter serves every informer of the resource (one per watched namespace).
+  void OnStale(bool stale, std::chrono::nanoseconds /*failing_for*/) override {
+    if (stale) {
+      stale_.Increment();
+    } else {
+      stale_.Decrement();
+    }
+  }
+  void OnInvalidObject(const std::string& /*key*/, const std::string& /*resource_version*/,
+                       const std::string& /*why*/) override {
+    invalid_.Increment();
+  }
 
  private:
   prometheus::Counter& lists_;
   prometheus::Counter& watches_;
   prometheus::Counter& errors_;
+  prometheus::Gauge& stale_;
+  prometheus::Counter& invalid_;
   prometheus::Family<prometheus::Counter>& events_;
   const std::string resource_;
 };
@@ -100,6 +116,16 @@ KubeMetrics::KubeMetrics(prometheus::Registry& r)
                   .Name("eoc_reflector_errors_total")
                   .Help("Failed lists and watches of a resource.")
                   .Register(r)),
+      stale_(BuildGauge()
+                 .Name("eoc_informer_stale")
+                 .Help("Informers of a resource whose lists and watches have failed for longer "
+                       "than --informer-stale-after (their caches may be behind).")
+                 .Register(r)),
+      invalid_(BuildCounter()
+                   .Name("eoc_informer_invalid_objects_total")
+                   .Help("Objects of a resource left out of the cache because they could not be "
+                         "read, once per object and resourceVersion.")
+                   .Register(r)),
       depth_(BuildGauge()
                  .Name("eoc_workqueue_depth")
                  .Help("Keys waiting in a work queue.")

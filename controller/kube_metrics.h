@@ -50,6 +50,8 @@ class KubeMetrics {
   prometheus::Family<prometheus::Counter>& watches_;
   prometheus::Family<prometheus::Counter>& events_;
   prometheus::Family<prometheus::Counter>& errors_;
+  prometheus::Family<prometheus::Gauge>& stale_;
+  prometheus::Family<prometheus::Counter>& invalid_;
   prometheus::Family<prometheus::Gauge>& depth_;
   prometheus::Family<prometheus::Counter>& adds_;
   prometheus::Family<prometheus::Counter>& retries_;

@@ -41,6 +41,8 @@ struct Flags {
   std::string health_probe_bind_address = ":8081";
   std::string log_level = "info";
   kube::ClientOptions client;
+  int informer_stale_after_seconds = 60;
+  bool readyz_requires_fresh_caches = false;
 };
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
@@ -71,13 +73,35 @@ int Run(const Flags& flags) {
   eoc::controller::PoolMetrics pool_metrics(metrics.registry());
   eoc::server::ReadinessChecks readiness;
 
-  kube::EventRecorder recorder(*client, {.component = "eoc-controller"});
+  // Leader-only writers ask the elector, immediately before each write, whether the Lease is held
+  // at that moment. `elector` is set below before any writer can write: events are recorded and
+  // statuses written only once pools.Start() or the elector's own thread has begun.
+  std::unique_ptr<kube::LeaderElector> elector;
+  kube::WriteFence fence;
+  if (flags.leader_elect) {
+    fence = [&elector] { return elector != nullptr && elector->IsLeader(); };
+  }
+  kube::EventRecorder recorder(*client, {.component = "eoc-controller"}, {.fence = fence});
   eoc::controller::PoolController pools(
-      *client, recorder, {.namespaces = flags.namespaces, .workers = flags.reconcile_workers},
+      *client, recorder,
+      {.namespaces = flags.namespaces,
+       .workers = flags.reconcile_workers,
+       .fence = fence,
+       .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds)},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
   readiness.Add("pods-synced", [&pools] { return pools.PodsSynced(); });
   readiness.Add("nodes-synced", [&pools] { return pools.NodesSynced(); });
+  // Stale caches show in /readyz?verbose without failing it by default: in an API-server outage
+  // every replica goes stale at once, and picks are still best served from the caches.
+  const auto fresh =
+      flags.readyz_requires_fresh_caches ? eoc::server::kRequired : eoc::server::kInformational;
+  readiness.Add(
+      "inferencepools-fresh", [&pools] { return pools.PoolsFresh(); }, fresh);
+  readiness.Add(
+      "pods-fresh", [&pools] { return pools.PodsFresh(); }, fresh);
+  readiness.Add(
+      "nodes-fresh", [&pools] { return pools.NodesFresh(); }, fresh);
 
   // Two listeners, as controller-runtime: metrics, and the kubelet's probes.
   const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
@@ -88,9 +112,7 @@ int Run(const Flags& flags) {
   log.Info("serving",
            {{"metrics", flags.metrics_bind_address}, {"health", flags.health_probe_bind_address}});
 
-  pools.Start();
   std::unique_ptr<kube::Client> elector_client;
-  std::unique_ptr<kube::LeaderElector> elector;
   if (flags.leader_elect) {
     kube::LeaderElectionConfig lc;
     lc.lease_namespace =
@@ -123,6 +145,9 @@ int Run(const Flags& flags) {
     elector = std::make_unique<kube::LeaderElector>(
         *elector_client, lc, callbacks,
         kube::LeaderElectorDeps{.metrics = &kube_metrics.Leader(lc.lease_name)});
+  }
+  pools.Start();
+  if (elector) {
     elector->Start();
   } else {
     pools.SetLeading(true);
@@ -174,6 +199,13 @@ int main(int argc, char** argv) {
   app.add_option("--kube-api-burst", f.client.burst, "burst of API calls above the QPS limit")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--informer-stale-after", f.informer_stale_after_seconds,
+                 "seconds of failed lists and watches after which a cache counts as stale "
+                 "(logged, eoc_informer_stale, /readyz?verbose)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_flag("--readyz-requires-fresh-caches", f.readyz_requires_fresh_caches,
+               "make a stale cache fail /readyz (default: shown in /readyz?verbose only)");
   CLI11_PARSE(app, argc, argv);
   try {
     eoc::telemetry::SetLogLevel(eoc::telemetry::ParseLogLevel(f.log_level));

@@ -31,6 +31,24 @@ class LoggingReflectorHooks final : public kube::ReflectorMetrics {
   void OnList(std::size_t items) override { next_->OnList(items); }
   void OnWatchStart() override { next_->OnWatchStart(); }
   void OnEvent(kube::WatchEventType type) override { next_->OnEvent(type); }
+  void OnStale(bool stale, std::chrono::nanoseconds failing_for) override {
+    next_->OnStale(stale, failing_for);
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(failing_for).count();
+    if (stale) {
+      Log().Error("cache is stale: lists and watches keep failing",
+                  {{"resource", resource_}, {"failingForSeconds", seconds}});
+    } else {
+      Log().Info("cache is fresh again", {{"resource", resource_}, {"failedForSeconds", seconds}});
+    }
+  }
+  void OnInvalidObject(const std::string& key, const std::string& resource_version,
+                       const std::string& why) override {
+    next_->OnInvalidObject(key, resource_version, why);
+    Log().Warn("object left out of the cache", {{"resource", resource_},
+                                                {"object", key},
+                                                {"resourceVersion", resource_version},
+                                                {"error", why}});
+  }
   void OnError(const kube::Status& status) override {
     next_->OnError(status);
     if (status.IsNotFound() && resource_ == kInferencePools.QualifiedName()) {
@@ -71,8 +89,10 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
     reflector_hooks_.push_back(std::make_unique<LoggingReflectorHooks>(
         resource.QualifiedName(),
         kube_metrics != nullptr ? &kube_metrics->Reflector(resource.resource) : nullptr));
-    return kube::ReflectorOptions{
-        .resource = resource, .ns = ns, .metrics = reflector_hooks_.back().get()};
+    return kube::ReflectorOptions{.resource = resource,
+                                  .ns = ns,
+                                  .stale_after = options_.stale_after,
+                                  .metrics = reflector_hooks_.back().get()};
   };
   // One informer per namespace when namespaces are given, else one over all of them.
   std::vector<std::string> scopes = options_.namespaces;
@@ -172,11 +192,19 @@ bool AllSynced(const Informers& informers) {
   return std::all_of(informers.begin(), informers.end(),
                      [](const auto& i) { return i->HasSynced(); });
 }
+template <class Informers>
+bool NoneStale(const Informers& informers) {
+  return std::none_of(informers.begin(), informers.end(), [](const auto& i) { return i->Stale(); });
+}
 }  // namespace
 
 bool PoolController::PoolsSynced() const { return AllSynced(pools_); }
 bool PoolController::PodsSynced() const { return AllSynced(pods_); }
 bool PoolController::NodesSynced() const { return nodes_->HasSynced(); }
+bool PoolController::PoolsFresh() const { return NoneStale(pools_); }
+bool PoolController::PodsFresh() const { return NoneStale(pods_); }
+bool PoolController::NodesFresh() const { return !nodes_->Stale(); }
+
 bool PoolController::HasSynced() const { return PoolsSynced() && PodsSynced() && NodesSynced(); }
 
 bool PoolController::WaitUntilSynced() {
@@ -311,6 +339,10 @@ ReconcileResult PoolController::Publish(const PoolObject& object,
                                    {"namespace", current.pool.ns},
                                    {"resourceVersion", current.resource_version}}},
                                  {"status", api::ToJson(next)}};
+    if (!kube::MayWrite(options_.fence)) {
+      if (metrics_ != nullptr) metrics_->StatusWritten(StatusWrite::kNotLeader);
+      return ReconcileResult::kSuccess;  // a leader again reconciles every pool
+    }
     auto written = client_.Update(kInferencePools, current.pool.ns, body, "status");
     if (written) {
       if (metrics_ != nullptr) metrics_->StatusWritten(StatusWrite::kWritten);

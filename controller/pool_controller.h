@@ -36,6 +36,7 @@
 #include "kube/node_view.h"
 #include "kube/pod_view.h"
 #include "kube/work_queue.h"
+#include "kube/write_fence.h"
 
 namespace eoc::controller {
 
@@ -58,6 +59,11 @@ struct PoolControllerOptions {
   std::chrono::milliseconds min_publish_interval{1000};
   // Attempts to write a status that meets a conflict, each after a fresh read.
   int max_conflict_attempts = 5;
+  // Asked immediately before each status write: the Lease must be held at that moment, not only
+  // when the reconcile began (the recorder has a fence of its own for Events). Empty: always.
+  kube::WriteFence fence;
+  // An informer failing this long without a success is stale (logged, in a metric and /readyz).
+  std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
 };
 
 class PoolController {
@@ -80,6 +86,10 @@ class PoolController {
   bool PoolsSynced() const;
   bool PodsSynced() const;
   bool NodesSynced() const;
+  // No informer of the kind has failed to list and watch for longer than stale_after.
+  bool PoolsFresh() const;
+  bool PodsFresh() const;
+  bool NodesFresh() const;
 
   // Whether this replica writes status and Events. Becoming the leader reconciles every pool.
   void SetLeading(bool leading);

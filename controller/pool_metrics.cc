@@ -33,6 +33,8 @@ const char* ToString(StatusWrite outcome) {
       return "conflict";
     case StatusWrite::kError:
       return "error";
+    case StatusWrite::kNotLeader:
+      return "not-leader";
   }
   return "unknown";
 }
@@ -49,7 +51,7 @@ PoolMetrics::PoolMetrics(prometheus::Registry& registry)
       status_writes_(prometheus::BuildCounter()
                          .Name("eoc_pool_status_writes_total")
                          .Help("Writes of an InferencePool's status, by outcome (written, "
-                               "conflict, error).")
+                               "conflict, error, not-leader).")
                          .Register(registry)),
       workers_(prometheus::BuildGauge()
                    .Name("eoc_pool_workers")
@@ -59,7 +61,8 @@ PoolMetrics::PoolMetrics(prometheus::Registry& registry)
        {ReconcileResult::kSuccess, ReconcileResult::kError, ReconcileResult::kRequeue}) {
     reconciles_.Add({{"controller", kController}, {"result", ToString(result)}});
   }
-  for (const auto outcome : {StatusWrite::kWritten, StatusWrite::kConflict, StatusWrite::kError}) {
+  for (const auto outcome : {StatusWrite::kWritten, StatusWrite::kConflict, StatusWrite::kError,
+                             StatusWrite::kNotLeader}) {
     status_writes_.Add({{"result", ToString(outcome)}});
   }
   duration_.Add({{"controller", kController}}, DurationBuckets());

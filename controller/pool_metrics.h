@@ -22,8 +22,9 @@ namespace eoc::controller {
 enum class ReconcileResult : std::uint8_t { kSuccess, kError, kRequeue };
 const char* ToString(ReconcileResult result);  // "success", "error", "requeue"
 
-enum class StatusWrite : std::uint8_t { kWritten, kConflict, kError };
-const char* ToString(StatusWrite outcome);  // "written", "conflict", "error"
+// kNotLeader: not written, the Lease having lapsed between the reconcile's start and its write.
+enum class StatusWrite : std::uint8_t { kWritten, kConflict, kError, kNotLeader };
+const char* ToString(StatusWrite outcome);  // "written", "conflict", "error", "not-leader"
 
 class PoolMetrics {
  public:

@@ -211,6 +211,7 @@ EventRecorder::EventRecorder(Client& client, EventRecorderOptions options, Event
       options_(std::move(options)),
       clock_(deps.clock != nullptr ? *deps.clock : RealClock()),
       metrics_(deps.metrics),
+      fence_(std::move(deps.fence)),
       correlator_(clock_, options_.correlator),
       random_(std::random_device{}()),
       thread_([this] { Run(); }) {}
@@ -323,6 +324,10 @@ void EventRecorder::WriteWithRetries(const CorrelationResult& result) {
 }
 
 EventRecorder::Outcome EventRecorder::WriteOnce(const CorrelationResult& result) {
+  if (!MayWrite(fence_)) {
+    Drop(EventDropReason::kNotLeader);
+    return Outcome::kDone;
+  }
   const Event& e = result.event;
   if (result.update) {
     auto patched =

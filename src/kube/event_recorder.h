@@ -33,6 +33,7 @@
 #include "common/clock.h"
 #include "kube/client.h"
 #include "kube/status.h"
+#include "kube/write_fence.h"
 
 namespace eoc::kube {
 
@@ -171,6 +172,7 @@ enum class EventDropReason {
   kInvalid,      // no object name, or the server refused the Event (4xx)
   kWriteFailed,  // still failing after max_tries
   kStopped,      // Stop() came before it could be written
+  kNotLeader,    // the write fence said no when it was to be written
 };
 
 // Hooks for metrics and logs (src/kube does not depend on the telemetry module); no-ops by default.
@@ -201,6 +203,8 @@ struct EventRecorderOptions {
 struct EventRecorderDeps {
   const Clock* clock = nullptr;             // RealClock() when null
   EventRecorderMetrics* metrics = nullptr;  // none when null
+  // Asked immediately before each write (and each retry); empty: always write.
+  WriteFence fence;
 };
 
 class EventRecorder {
@@ -247,6 +251,7 @@ class EventRecorder {
   const EventRecorderOptions options_;
   const Clock& clock_;
   EventRecorderMetrics* metrics_;
+  const WriteFence fence_;
   EventCorrelator correlator_;  // writer thread only
 
   mutable std::mutex mu_;

@@ -10,7 +10,9 @@
 //   pods.Stop();
 //
 // Handlers run on the informer's thread, after the cache has changed, one at a time; they must
-// not block for long. Objects `to_view` refuses (MappingError) are left out and counted.
+// not block for long. Objects `to_view` refuses (MappingError) are left out of the cache (one that
+// was cached and turns invalid leaves it, as it would at the next relist), counted, and reported
+// to the reflector's hooks once per object and resourceVersion.
 #pragma once
 
 #include <atomic>
@@ -91,16 +93,25 @@ class Informer final : public ReflectorSink {
     return out;
   }
   std::string LastResourceVersion() const { return reflector_.LastResourceVersion(); }
-  // Objects left out because `to_view` refused them.
+  // Lists and watches have kept failing for the options' stale_after: the cache may be behind.
+  bool Stale() const { return reflector_.Stale(); }
+  // Objects left out because `to_view` refused them (each version counted once).
   std::size_t Invalid() const { return invalid_.load(); }
 
   // ReflectorSink: called by the reflector's thread.
   void Replace(std::vector<nlohmann::json>&& items, const std::string& /*rv*/) override {
     Map next;
     next.reserve(items.size());
+    std::unordered_map<std::string, std::string> invalid;  // what the new list holds that is
     for (auto& item : items) {
-      if (auto entry = Make(item)) next.emplace(ObjectKey(item), std::move(*entry));
+      std::string key = ObjectKey(item);
+      if (auto entry = Make(key, item)) {
+        next.emplace(std::move(key), std::move(*entry));
+      } else {
+        invalid.emplace(std::move(key), ResourceVersion(item));
+      }
     }
+    invalid_versions_ = std::move(invalid);
     {
       const std::unique_lock lock(mu_);
       items_.swap(next);
@@ -133,19 +144,17 @@ class Informer final : public ReflectorSink {
   void Apply(WatchEventType type, nlohmann::json&& object) override {
     const std::string key = ObjectKey(object);
     if (type == WatchEventType::kDeleted) {
-      Entry gone;
-      {
-        const std::unique_lock lock(mu_);
-        const auto it = items_.find(key);
-        if (it == items_.end()) return;
-        gone = std::move(it->second);
-        items_.erase(it);
-      }
-      Notify([&](const Handlers& h) { Call(h.on_delete, *gone.view); });
+      invalid_versions_.erase(key);
+      Remove(key);
       return;
     }
-    auto entry = Make(object);
-    if (!entry) return;
+    auto entry = Make(key, object);
+    if (!entry) {
+      invalid_versions_[key] = ResourceVersion(object);
+      Remove(key);
+      return;
+    }
+    invalid_versions_.erase(key);
     Entry old;
     {
       const std::unique_lock lock(mu_);
@@ -167,15 +176,41 @@ class Informer final : public ReflectorSink {
   };
   using Map = std::unordered_map<std::string, Entry>;
 
-  std::optional<Entry> Make(const nlohmann::json& object) {
+  static std::string ResourceVersion(const nlohmann::json& object) {
+    const auto meta = object.find("metadata");
+    if (meta == object.end() || !meta->is_object()) return "";
+    const auto rv = meta->find("resourceVersion");
+    return rv != meta->end() && rv->is_string() ? rv->template get<std::string>() : "";
+  }
+
+  // The view of `object`, or nothing when it cannot be mapped: reported unless this very version
+  // was reported already (a relist or a resent event brings the same version again).
+  std::optional<Entry> Make(const std::string& key, const nlohmann::json& object) {
     try {
-      const auto& meta = object.at("metadata");
-      return Entry{std::make_shared<const View>(to_view_(object)),
-                   meta.value("resourceVersion", std::string())};
-    } catch (const std::exception&) {  // MappingError, or a document without metadata
-      ++invalid_;
+      if (!object.contains("metadata")) throw MappingError("metadata: missing");
+      return Entry{std::make_shared<const View>(to_view_(object)), ResourceVersion(object)};
+    } catch (const std::exception& e) {  // MappingError, or a document of the wrong shape
+      std::string rv = ResourceVersion(object);
+      const auto seen = invalid_versions_.find(key);
+      if (seen == invalid_versions_.end() || seen->second != rv) {
+        ++invalid_;
+        reflector_.metrics().OnInvalidObject(key, rv, e.what());
+      }
       return std::nullopt;
     }
+  }
+
+  // Drops `key` from the cache, telling the handlers, if it is there.
+  void Remove(const std::string& key) {
+    Entry gone;
+    {
+      const std::unique_lock lock(mu_);
+      const auto it = items_.find(key);
+      if (it == items_.end()) return;
+      gone = std::move(it->second);
+      items_.erase(it);
+    }
+    Notify([&](const Handlers& h) { Call(h.on_delete, *gone.view); });
   }
 
   template <class F>
@@ -193,6 +228,9 @@ class Informer final : public ReflectorSink {
   Map items_;  // guarded by mu_
   std::atomic<bool> synced_{false};
   std::atomic<std::size_t> invalid_{0};
+  // The objects left out, with the version reported: the reflector's thread only. Bounded by the
+  // collection: an entry leaves when its object is deleted, mapped, or missing from a relist.
+  std::unordered_map<std::string, std::string> invalid_versions_;
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   Reflector reflector_;  // last: stopped and destroyed first

@@ -116,6 +116,7 @@ Reflector::WatchEnd Reflector::WatchOnce() {
     current_watch_ = watch->get();
   }
   metrics_.OnWatchStart();
+  Healthy();
   const WatchEnd end = Consume(**watch);
   const std::lock_guard lock(mu_);
   current_watch_ = nullptr;
@@ -154,9 +155,24 @@ Reflector::WatchEnd Reflector::Consume(Watch& watch) {
   }
 }
 
+bool Reflector::Stale() const {
+  const std::lock_guard lock(mu_);
+  return failing_since_ && clock_.Now() - *failing_since_ >= options_.stale_after;
+}
+
 void Reflector::Failed(const Status& status) {
   metrics_.OnError(status);
   const auto now = clock_.Now();
+  std::chrono::nanoseconds failing_for{0};
+  {
+    const std::lock_guard lock(mu_);
+    if (!failing_since_) failing_since_ = now;
+    failing_for = now - *failing_since_;
+  }
+  if (!reported_stale_ && failing_for >= options_.stale_after) {
+    reported_stale_ = true;
+    metrics_.OnStale(true, failing_for);
+  }
   const bool long_healthy = now - last_failure_ > options_.backoff_reset;
   last_failure_ = now;
   if (backoff_.count() == 0 || long_healthy) {
@@ -171,9 +187,20 @@ void Reflector::Failed(const Status& status) {
 }
 
 void Reflector::Healthy() {
+  const auto now = clock_.Now();
   // A success ends the wait between attempts; the growth resets only after a healthy period.
-  if (clock_.Now() - last_failure_ > options_.backoff_reset)
-    backoff_ = std::chrono::milliseconds(0);
+  if (now - last_failure_ > options_.backoff_reset) backoff_ = std::chrono::milliseconds(0);
+  std::chrono::nanoseconds failed_for{0};
+  {
+    const std::lock_guard lock(mu_);
+    if (!failing_since_) return;
+    failed_for = now - *failing_since_;
+    failing_since_.reset();
+  }
+  if (reported_stale_) {
+    reported_stale_ = false;
+    metrics_.OnStale(false, failed_for);
+  }
 }
 
 bool Reflector::SleepFor(std::chrono::nanoseconds d) {

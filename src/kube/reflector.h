@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,7 +41,8 @@ class ReflectorSink {
   virtual void Apply(WatchEventType type, nlohmann::json&& object) = 0;
 };
 
-// Counts for the operator's metrics; src/kube knows nothing of Prometheus.
+// Hooks for the operator's metrics and logs; src/kube knows nothing of Prometheus. Called on the
+// reflector's thread.
 class ReflectorMetrics {
  public:
   virtual ~ReflectorMetrics() = default;
@@ -48,6 +50,13 @@ class ReflectorMetrics {
   virtual void OnWatchStart() {}
   virtual void OnEvent(WatchEventType /*type*/) {}
   virtual void OnError(const Status& /*status*/) {}
+  // Lists and watches have failed without a success in between for `stale_after` (true), or a
+  // list or watch succeeded again after that (false). Reported on changes only.
+  virtual void OnStale(bool /*stale*/, std::chrono::nanoseconds /*failing_for*/) {}
+  // The sink left an object out of its cache (its informer could not map it): once per object
+  // ("namespace/name") and resourceVersion.
+  virtual void OnInvalidObject(const std::string& /*key*/, const std::string& /*resource_version*/,
+                               const std::string& /*why*/) {}
 };
 
 struct ReflectorOptions {
@@ -65,6 +74,9 @@ struct ReflectorOptions {
   std::chrono::milliseconds initial_backoff{800};
   std::chrono::milliseconds max_backoff{30000};
   std::chrono::seconds backoff_reset{120};
+  // Failing this long without a success makes the reflector stale (Stale(), OnStale): its cache
+  // may be missing changes. A successful list, watch start or event ends it.
+  std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
   ReflectorMetrics* metrics = nullptr;
   // Called on the reflector's thread before each watch starts; tests use it to hold the
   // reflector between two watches.
@@ -82,6 +94,10 @@ class Reflector {
 
   // The last resourceVersion seen (from a list, an event or a bookmark).
   std::string LastResourceVersion() const;
+  // Whether lists and watches have kept failing for at least stale_after. Thread-safe.
+  bool Stale() const;
+  // The hooks given in the options (a no-op set when none): for the sink's reports.
+  ReflectorMetrics& metrics() const { return metrics_; }
 
  private:
   enum class WatchEnd { kTimeout, kStopped, kExpired, kError };
@@ -115,6 +131,9 @@ class Reflector {
   bool rv_expired_ = false;
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point last_failure_{};
+  // The first failure since the last success, if the last attempt failed; guarded by mu_.
+  std::optional<std::chrono::steady_clock::time_point> failing_since_;
+  bool reported_stale_ = false;  // what OnStale last said; the reflector's thread only
 };
 
 }  // namespace eoc::kube

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
@@ -181,6 +182,41 @@ TEST_F(PoolControllerTest, FollowsTheDeploymentsReadyPods) {
   EXPECT_EQ(Status("chat").ready_workers, 4);
   ASSERT_TRUE(agent_->SetReady(ns_, flaky, true));
   ASSERT_TRUE(testing::Eventually([&] { return Listed("chat").contains(flaky); }, kPatience));
+}
+
+// Status is written only while the fence says the Lease is held at the moment of the write, not
+// merely when the controller was told it leads.
+TEST_F(PoolControllerTest, NoStatusIsWrittenWhileTheFenceSaysNo) {
+  pools_->Stop();
+  pools_.reset();
+  std::atomic<bool> holds_lease{false};
+  PoolController fenced(
+      *controller_client_, *recorder_,
+      {.namespaces = {ns_}, .workers = 0, .fence = [&holds_lease] { return holds_lease.load(); }},
+      RealClock(), nullptr, nullptr);
+  fenced.Start();
+  fenced.SetLeading(true);
+  ASSERT_TRUE(testing::Eventually([&] { return fenced.HasSynced(); }, kPatience));
+  CreateDeployment("fenced", 1);
+  ASSERT_OK(client_->Create(kInferencePools, ns_, Pool("fenced", "fenced")));
+  const std::string key = ns_ + "/fenced";
+
+  // It sees the pool and its ready worker, and writes nothing.
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        EXPECT_EQ(fenced.Reconcile(key), ReconcileResult::kSuccess);
+        const auto workers = fenced.Workers(key);
+        return workers != nullptr && workers->size() == 1;
+      },
+      kPatience));
+  auto unwritten = client_->Get(kInferencePools, ns_, "fenced");
+  ASSERT_OK(unwritten);
+  EXPECT_FALSE(unwritten->contains("status")) << unwritten->dump();
+
+  holds_lease = true;
+  EXPECT_EQ(fenced.Reconcile(key), ReconcileResult::kSuccess);
+  EXPECT_EQ(Status("fenced").ready_workers, 1);
+  fenced.Stop();
 }
 
 TEST_F(PoolControllerTest, AGpuNodesAcceleratorAndZoneReachTheWorker) {

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "fake_transport.h"
+#include "kube/event_recorder.h"
 
 namespace eoc::kube {
 namespace {
@@ -112,6 +116,76 @@ TEST_F(Fixture, RunLoopWithInjectedSleeper) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   e->Stop();
   EXPECT_EQ(started, 1);
+  EXPECT_EQ(stopped, 1);
+}
+
+// Holds the elector's thread inside its sleep until the test opens it: a renewal that never comes.
+struct StuckSleeper {
+  void Sleep() {
+    std::unique_lock lock(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(lock, [this] { return open; });
+  }
+  void WaitEntered() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [this] { return entered > 0; });
+  }
+  void Open() {
+    {
+      const std::lock_guard lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int entered = 0;
+  bool open = false;
+};
+
+// A leader-only writer fenced by IsLeader() writes nothing once the last renewal is older than the
+// renew deadline, although the elector's thread (stuck here) has not yet stopped leading.
+TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
+  StuckSleeper stuck;
+  std::atomic<int> stopped{0};
+  LeaderElector e(*client, {.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
+                  {.on_stopped_leading = [&] { ++stopped; }},
+                  {.clock = &clock,
+                   .sleeper = [&](std::chrono::nanoseconds) { stuck.Sleep(); },
+                   .random = [] { return 0.5; }});
+  fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  fake->Reply(201, LeaseJson("me", "t0", 1));
+
+  auto events_transport = std::make_unique<FakeTransport>();
+  FakeTransport* events = events_transport.get();
+  ClientOptions o;
+  o.qps = 0;
+  Client events_client(std::move(events_transport), o, clock, [](std::chrono::nanoseconds) {});
+  EventRecorder recorder(events_client, {},
+                         {.clock = &clock, .fence = [&e] { return e.IsLeader(); }});
+  const ObjectReference pool{.kind = "InferencePool", .ns = "prod", .name = "web"};
+
+  e.Start();
+  stuck.WaitEntered();  // leading, and waiting to renew
+  ASSERT_TRUE(e.IsLeader());
+  events->Reply(201, R"({"kind":"Event","metadata":{"name":"web.1","namespace":"prod"}})");
+  recorder.Record(pool, EventType::kNormal, "Scaled", "to 3");
+  ASSERT_TRUE(recorder.Flush(seconds(10)));
+  EXPECT_EQ(events->requests.size(), 1U);
+
+  clock.Advance(seconds(9));
+  EXPECT_TRUE(e.IsLeader());
+  clock.Advance(seconds(1));  // 10 s since the renewal: the deadline
+  EXPECT_FALSE(e.IsLeader());
+  EXPECT_EQ(stopped, 0);  // the elector's thread has not noticed yet
+  recorder.Record(pool, EventType::kNormal, "Scaled", "to 4");
+  ASSERT_TRUE(recorder.Flush(seconds(10)));
+  EXPECT_EQ(events->requests.size(), 1U);  // nothing more was written
+  EXPECT_EQ(recorder.stats().dropped, 1U);
+
+  stuck.Open();
+  e.Stop();
   EXPECT_EQ(stopped, 1);
 }
 }  // namespace

@@ -218,18 +218,109 @@ TEST_F(ReflectorTest, BrokenStreamRelistsAndUnchangedObjectsAreNoUpdates) {
   EXPECT_TRUE(seen.deleted.empty());
 }
 
+// What the reflector's hooks were told, in order (the reflector's thread writes; the test reads
+// once the informer has stopped).
+struct RecordingHooks final : ReflectorMetrics {
+  void OnStale(bool stale, std::chrono::nanoseconds failing_for) override {
+    stale_reports.emplace_back(stale, failing_for);
+  }
+  void OnInvalidObject(const std::string& key, const std::string& rv,
+                       const std::string& why) override {
+    invalid.push_back(key + "@" + rv);
+    reasons.push_back(why);
+  }
+  std::vector<std::pair<bool, std::chrono::nanoseconds>> stale_reports;
+  std::vector<std::string> invalid;
+  std::vector<std::string> reasons;
+};
+
+json BadPod(const char* name, const char* rv) {
+  return {{"metadata",
+           {{"name", name}, {"namespace", "ns"}, {"resourceVersion", rv}, {"labels", {{"x", 1}}}}}};
+}
+
 TEST_F(ReflectorTest, FailedListsBackOffAndInvalidObjectsAreSkipped) {
   transport_->Then([](const HttpRequest&) {
     return Answer(500, json{{"kind", "Status"}, {"code", 500}, {"message", "etcd"}});
   });
   json list = PodList("10", {{"a", "5"}});
-  list["items"].push_back(
-      {{"metadata", {{"name", "bad"}, {"namespace", "ns"}, {"labels", {{"x", 1}}}}}});
+  list["items"].push_back(BadPod("bad", "4"));
   transport_->Then([list](const HttpRequest&) { return Answer(200, list); });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  RecordingHooks hooks;
+  ReflectorOptions options = Options();
+  options.metrics = &hooks;
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);
   const Seen seen = RunInformer(informer);
   EXPECT_THAT(seen.added, ElementsAre("a"));
   EXPECT_EQ(informer.Invalid(), 1U);
+  EXPECT_THAT(hooks.invalid, ElementsAre("ns/bad@4"));
+  ASSERT_EQ(hooks.reasons.size(), 1U);
+  EXPECT_THAT(hooks.reasons[0], HasSubstr("labels"));
+}
+
+// Each object left out is reported once per version, however often a relist brings it back; one
+// that turns invalid leaves the cache (as the next relist would have it), and one that is mapped
+// again comes back.
+TEST_F(ReflectorTest, InvalidObjectsAreReportedOncePerVersionAndLeaveTheCache) {
+  json list = PodList("10", {{"a", "5"}});
+  list["items"].push_back(BadPod("bad", "4"));
+  transport_->Then([list](const HttpRequest&) { return Answer(200, list); });
+  transport_->Then([](const HttpRequest&) {
+    return Stream({json{{"type", "MODIFIED"}, {"object", BadPod("bad", "11")}}.dump(),
+                   json{{"type", "MODIFIED"}, {"object", BadPod("a", "12")}}.dump(), "<broken>"});
+  });
+  json relist = PodList("13", {});
+  relist["items"].push_back(BadPod("a", "12"));
+  relist["items"].push_back(BadPod("bad", "11"));
+  transport_->Then([relist](const HttpRequest&) { return Answer(200, relist); });
+  transport_->Then([](const HttpRequest&) { return Stream({Event("MODIFIED", "a", "14")}); });
+  RecordingHooks hooks;
+  ReflectorOptions options = Options();
+  options.metrics = &hooks;
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+  EXPECT_THAT(hooks.invalid, ElementsAre("ns/bad@4", "ns/bad@11", "ns/a@12"));
+  EXPECT_EQ(informer.Invalid(), 3U);
+  EXPECT_THAT(seen.added, ElementsAre("a", "a"));
+  EXPECT_THAT(seen.deleted, ElementsAre("a"));
+  EXPECT_NE(informer.Get("ns/a"), nullptr);
+  EXPECT_EQ(informer.Get("ns/bad"), nullptr);
+}
+
+// Lists failing for stale_after make the informer stale (reported once), and the next success ends
+// it. The script advances the manual clock from the reflector's own thread.
+TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
+  const json unavailable = {{"kind", "Status"}, {"code", 503}, {"message", "etcd"}};
+  Informer<PodView>* watched = nullptr;
+  bool stale_before_recovery = false;
+  transport_->Then([&](const HttpRequest&) { return Answer(503, unavailable); });
+  transport_->Then([&](const HttpRequest&) {
+    clock_.Advance(std::chrono::seconds(59));
+    return Answer(503, unavailable);
+  });
+  transport_->Then([&](const HttpRequest&) {
+    EXPECT_FALSE(watched->Stale());  // 59 s of failures: not yet
+    clock_.Advance(std::chrono::seconds(2));
+    return Answer(503, unavailable);
+  });
+  transport_->Then([&](const HttpRequest&) {
+    stale_before_recovery = watched->Stale();
+    return Answer(200, PodList("10", {{"a", "5"}}));
+  });
+  RecordingHooks hooks;
+  ReflectorOptions options = Options();
+  options.metrics = &hooks;
+  options.stale_after = std::chrono::seconds(60);
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  watched = &informer;
+  RunInformer(informer);
+  EXPECT_TRUE(stale_before_recovery);
+  ASSERT_EQ(hooks.stale_reports.size(), 2U);
+  EXPECT_TRUE(hooks.stale_reports[0].first);
+  EXPECT_EQ(hooks.stale_reports[0].second, std::chrono::seconds(61));
+  EXPECT_FALSE(hooks.stale_reports[1].first);
+  // The script's end fails the watch, but only just: not stale.
+  EXPECT_FALSE(informer.Stale());
 }
 
 TEST(PodView, KeepsWhatTheOperatorReads) {

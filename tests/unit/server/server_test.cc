@@ -112,6 +112,35 @@ TEST_F(HttpServerTest, ReadyzNamesFailingChecksUntilTheyPass) {
   EXPECT_EQ(response->body, "ok\n");
 }
 
+// An informational check shows in ?verbose but does not fail /readyz; a required one does.
+TEST_F(HttpServerTest, ReadyzVerboseListsEveryCheckAndInformationalOnesDoNotFail) {
+  std::atomic<bool> synced = true;
+  readiness_.Add("pods-synced", [&] { return synced.load(); });
+  readiness_.Add(
+      "pods-fresh", [] { return false; }, kInformational);
+  StartServer();
+
+  auto response = Fetch("GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "ok\n");
+  response = Fetch("GET /readyz?verbose HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body,
+            "[+]pods-synced ok\n[-]pods-fresh failed (informational)\nreadyz check passed\n");
+
+  synced = false;
+  response = Fetch("GET /readyz?exclude=x&verbose=1 HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(response->body,
+            "[-]pods-synced failed\n[-]pods-fresh failed (informational)\nreadyz check failed\n");
+  response = Fetch("GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->body, "pods-synced\n");
+}
+
 TEST_F(HttpServerTest, MetricsServesTheRegistryAsValidPrometheusText) {
   prometheus::BuildCounter()
       .Name("eoc_test_picks_total")
