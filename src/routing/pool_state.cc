@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <stdexcept>
 #include <utility>
+
+#include "routing/prefix_hash.h"
 
 namespace eoc::routing {
 
@@ -77,12 +80,30 @@ std::string_view ToString(PickStatus status) {
 // every generation the worker is in, so a new snapshot keeps its counts. Cache-line aligned: each
 // pick writes one worker's cell.
 struct alignas(64) PoolState::Cell {
-  std::atomic<double> queued{0};          // running + waiting, as scraped
-  std::atomic<double> kv_cache_usage{0};  // 0..1, as scraped
-  std::atomic<std::int64_t> kv_blocks_free{0};
-  std::atomic<std::int32_t> block_size{0};   // 0: no KV data (the budget ignores the worker)
-  std::atomic<std::int64_t> picks{0};        // picks sent since the scrape
-  std::atomic<std::int64_t> blocks_sent{0};  // KV blocks those picks need
+  std::atomic<double> queued{0};            // running + waiting, as scraped
+  std::atomic<double> kv_cache_usage{0};    // 0..1, as scraped
+  std::atomic<std::int32_t> block_size{0};  // 0: no KV data (the budget ignores the worker)
+  std::atomic<std::int64_t> picks{0};       // picks sent since the scrape
+  // The KV budget in one word, so that a scrape replaces both halves at once and a reservation
+  // swaps both (a scrape landing mid-reservation makes it try again against the new free blocks):
+  // free blocks as scraped in the high 32 bits, saturating at 2^32 - 1 (4 billion blocks, beyond
+  // any engine); the blocks this replica's picks since that scrape need in the low 32. A
+  // reservation succeeds only while sent + need <= free, so sent never passes free and never
+  // carries into the high half. The block size stays apart: an engine setting, fixed while the
+  // pod lives.
+  std::atomic<std::uint64_t> kv_budget{0};
+  static constexpr std::uint64_t kHalf = 0xFFFF'FFFF;
+
+  // A scrape's budget: `free` blocks, none sent yet.
+  static std::uint64_t BudgetOf(std::int64_t free) {
+    return static_cast<std::uint64_t>(
+               std::clamp(free, std::int64_t{0}, static_cast<std::int64_t>(kHalf)))
+           << 32U;
+  }
+  // Free blocks minus blocks sent.
+  static std::int64_t RoomIn(std::uint64_t budget) {
+    return static_cast<std::int64_t>(budget >> 32U) - static_cast<std::int64_t>(budget & kHalf);
+  }
 
   // The blocks a request of `tokens` needs here; 0 when the worker reports no KV data.
   std::int64_t BlocksFor(std::int64_t tokens) const {
@@ -93,23 +114,21 @@ struct alignas(64) PoolState::Cell {
   bool HasRoom(std::int64_t tokens, bool budget) const {
     const std::int64_t need = BlocksFor(tokens);
     if (!budget || need == 0) return true;
-    return kv_blocks_free.load(std::memory_order_relaxed) -
-               blocks_sent.load(std::memory_order_relaxed) >=
-           need;
+    return RoomIn(kv_budget.load(std::memory_order_relaxed)) >= need;
   }
 
   // Takes the pick (and its blocks, if the budget allows them); false, with nothing taken, when
-  // the budget does not.
-  bool Reserve(std::int64_t tokens, bool budget) {
+  // the budget does not. `hook`: SetReserveHookForTesting's. Without the budget, blocks are not
+  // counted: nothing reads them.
+  bool Reserve(std::int64_t tokens, bool budget, const std::function<void()>& hook) {
     const std::int64_t need = BlocksFor(tokens);
     if (budget && need > 0) {
-      const std::int64_t free = kv_blocks_free.load(std::memory_order_relaxed);
-      std::int64_t sent = blocks_sent.load(std::memory_order_relaxed);
+      std::uint64_t word = kv_budget.load(std::memory_order_relaxed);
       do {
-        if (free - sent < need) return false;
-      } while (!blocks_sent.compare_exchange_weak(sent, sent + need, std::memory_order_relaxed));
-    } else if (need > 0) {
-      blocks_sent.fetch_add(need, std::memory_order_relaxed);
+        if (RoomIn(word) < need) return false;  // so need < 2^32: no carry below
+        if (hook) hook();
+      } while (!kv_budget.compare_exchange_weak(word, word + static_cast<std::uint64_t>(need),
+                                                std::memory_order_relaxed));
     }
     picks.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -227,7 +246,7 @@ void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePo
       queue_.Open();
     }
   }
-  for (const Waiter& waiter : closed) CountWaiting(waiter.model, -1);
+  for (const Waiter& waiter : closed) CountWaiting(waiter, -1);
   Answer(closed, PickStatus::kUnavailable);
   ReleaseWaiting(now);
 }
@@ -242,10 +261,9 @@ bool PoolState::ObserveLoad(WorkerKey worker, const Load& load, TimePoint now) {
       const bool kv_known = load.block_size > 0 && load.kv_blocks_total > 0;
       cell.queued.store(std::max(0.0, load.running + load.waiting), std::memory_order_relaxed);
       cell.kv_cache_usage.store(load.kv_cache_usage, std::memory_order_relaxed);
-      cell.kv_blocks_free.store(kv_known ? std::max<std::int64_t>(load.kv_blocks_free, 0) : 0,
-                                std::memory_order_relaxed);
       cell.block_size.store(kv_known ? load.block_size : 0, std::memory_order_relaxed);
-      cell.blocks_sent.store(0, std::memory_order_relaxed);
+      cell.kv_budget.store(Cell::BudgetOf(kv_known ? load.kv_blocks_free : 0),
+                           std::memory_order_relaxed);
       cell.picks.store(0, std::memory_order_relaxed);
     } else {
       // No fresh data: the budget ignores the worker until data returns; its picks keep counting
@@ -275,7 +293,9 @@ PickOutcome PoolState::Decide(const ViewHandle& handle, const PickRequest& reque
   const bool budget = options_.kv_block_budget;
   auto room = [&](std::size_t i) { return view->cells[i]->HasRoom(tokens, budget); };
   auto busy = [&](std::size_t i) { return view->BusynessOf(i); };
-  auto reserve = [&](std::size_t i) { return view->cells[i]->Reserve(tokens, budget); };
+  auto reserve = [&](std::size_t i) {
+    return view->cells[i]->Reserve(tokens, budget, reserve_hook_);
+  };
   auto picked = [&](std::size_t i, PickReason reason) {
     if (prefix_ && !request.prefix.empty()) prefix_->Record(request.prefix, snap.worker(i).key);
     return PickOutcome{.status = PickStatus::kPicked,
@@ -344,7 +364,10 @@ PickOutcome PoolState::Decide(const ViewHandle& handle, const PickRequest& reque
 PickOutcome PoolState::TryPick(const PickRequest& request, std::uint64_t random, TimePoint now) {
   const ViewHandle& handle = LoadView();
   if (!handle.view) return PickOutcome{.status = PickStatus::kNotPublished};
-  if (handle.view->snapshot->size() == 0 && !options_.wait_without_workers) {
+  // A model name no worker can list (callers refuse it first, the pick endpoint with 400): it
+  // matches no worker, not even one that serves any model, and never waits.
+  if ((handle.view->snapshot->size() == 0 && !options_.wait_without_workers) ||
+      request.model.size() > kMaxModelNameBytes) {
     return PickOutcome{.status = PickStatus::kUnavailable};
   }
   if (queue_.Size() > 0 && ModelWaiting(request.model)) {
@@ -359,17 +382,20 @@ PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, Ti
   PickOutcome outcome = TryPick(request, random, now);
   if (outcome.status != PickStatus::kNoRoom) return outcome;
 
+  // Only what a pick uses is kept: the first kMaxPrefixBlocks hashes, and a model name TryPick
+  // accepted (at most kMaxModelNameBytes).
+  const auto prefix = request.prefix.first(std::min(request.prefix.size(), kMaxPrefixBlocks));
   Waiter waiter{.model = std::string(request.model),
                 .session = request.session,
-                .prefix = std::vector<BlockHash>(request.prefix.begin(), request.prefix.end()),
+                .prefix = std::vector<BlockHash>(prefix.begin(), prefix.end()),
                 .prompt_tokens = request.prompt_tokens,
                 .expected_tokens = request.expected_tokens,
                 .random = random,
                 .done = std::move(wait.done)};
-  CountWaiting(request.model, 1);
+  CountWaiting(waiter, 1);
   auto admitted = queue_.Admit(std::move(waiter), wait.deadline, now);
   if (admitted.admission != Admission::kQueued) {
-    CountWaiting(request.model, -1);
+    CountWaiting(*admitted.rejected, -1);
     return PickOutcome{.status = RefusalStatus(admitted.admission)};
   }
   // Capacity that appeared between the decision and the admission would otherwise wait for the
@@ -381,13 +407,13 @@ PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, Ti
 bool PoolState::Cancel(std::uint64_t ticket) {
   auto waiter = queue_.Cancel(ticket);
   if (!waiter) return false;
-  CountWaiting(waiter->model, -1);
+  CountWaiting(*waiter, -1);
   return true;
 }
 
 void PoolState::Tick(TimePoint now) {
   std::vector<Waiter> expired = queue_.Expire(now);
-  for (const Waiter& waiter : expired) CountWaiting(waiter.model, -1);
+  for (const Waiter& waiter : expired) CountWaiting(waiter, -1);
   Answer(expired, PickStatus::kTimedOut);
 
   const TimePoint::rep ticks = now.time_since_epoch().count();
@@ -424,9 +450,17 @@ bool PoolState::ModelWaiting(std::string_view model) const {
   return it != waiting_models_.end() && it->second > 0;
 }
 
-void PoolState::CountWaiting(std::string_view model, std::ptrdiff_t delta) {
+std::size_t PoolState::WaitingBytes() const {
   const std::lock_guard lock(waiting_mu_);
-  auto it = waiting_models_.try_emplace(std::string(model), 0).first;
+  return waiting_bytes_;
+}
+
+void PoolState::CountWaiting(const Waiter& waiter, std::ptrdiff_t delta) {
+  const std::lock_guard lock(waiting_mu_);
+  waiting_bytes_ =
+      static_cast<std::size_t>(static_cast<std::ptrdiff_t>(waiting_bytes_) +
+                               delta * static_cast<std::ptrdiff_t>(waiter.KeptBytes()));
+  auto it = waiting_models_.try_emplace(waiter.model, 0).first;
   it->second = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(it->second) + delta);
   if (it->second == 0) waiting_models_.erase(it);
 }
@@ -450,7 +484,7 @@ void PoolState::ReleaseWaiting(TimePoint now) {
     blocked.push_back(waiter.model);
     return Placement::kKeep;
   });
-  for (const Waiter& waiter : released) CountWaiting(waiter.model, -1);
+  for (const Waiter& waiter : released) CountWaiting(waiter, -1);
   Answer(released, PickStatus::kPicked);
 }
 

@@ -50,8 +50,10 @@
 // for that model queue behind them rather than overtake them (picks for other models may pass);
 // released waiters are placed oldest first.
 // Immediate refusals: kQueueFull (429: max_queue waiting), kUnavailable (503: the pool has no
-// worker and `wait_without_workers` is off, or queueing is off), kNotPublished (503: no snapshot
-// yet), kTimedOut (504: the deadline is already past).
+// worker and `wait_without_workers` is off, or queueing is off; or the model name is longer than
+// kMaxModelNameBytes, so no worker can list it), kNotPublished (503: no snapshot yet), kTimedOut
+// (504: the deadline is already past). A waiting pick keeps its model name and the first
+// kMaxPrefixBlocks prefix hashes (the only ones used), so the queue's memory is bounded.
 #pragma once
 
 #include <atomic>
@@ -99,7 +101,7 @@ std::string_view ToString(PickStatus status);
 // One pick's inputs. Views: they need only outlive the call (Pick copies what a waiting pick
 // keeps).
 struct PickRequest {
-  std::string_view model;              // empty: any model
+  std::string_view model;              // empty: any model; longer than kMaxModelNameBytes: none
   std::optional<SessionHash> session;  // SessionHashOf(session id)
   std::span<const BlockHash> prefix;   // the prompt's block hashes (PrefixHashes), may be empty
   std::int64_t prompt_tokens = 0;      // 0 or less: the pool's default
@@ -192,12 +194,19 @@ class PoolState {
   SessionTable* sessions() { return sessions_.get(); }
   const PrefixIndex* prefix_index() const { return prefix_.get(); }
   std::size_t Waiting() const { return queue_.Size(); }
+  // Bytes of request the waiting picks keep (model names and prefix hashes).
+  std::size_t WaitingBytes() const;
   const Options& options() const { return options_; }
+
+  // Test seam: called by every KV-block reservation between reading the worker's budget and
+  // swapping it, on the picking thread, so that a test can land a scrape there. Null by default
+  // (the pick path then pays one null check); set it before any pick.
+  void SetReserveHookForTesting(std::function<void()> hook) { reserve_hook_ = std::move(hook); }
 
  private:
   struct Cell;  // one worker's scraped load and local counters (atomics)
   struct View;  // a snapshot and its workers' cells, by index
-  // A pick that waits: its request, kept.
+  // A pick that waits: its request, kept (bounded: see Pick).
   struct Waiter {
     std::string model;
     std::optional<SessionHash> session;
@@ -209,6 +218,7 @@ class PoolState {
     PickOutcome outcome;  // set when released
 
     PickRequest Request() const;
+    std::size_t KeptBytes() const { return model.size() + prefix.size() * sizeof(BlockHash); }
   };
 
   // The current view as this thread holds it (see view_ below), with its snapshot under a
@@ -226,7 +236,7 @@ class PoolState {
                      TimePoint now, bool released) const;
   // Whether picks for `model` are waiting (new ones go behind them).
   bool ModelWaiting(std::string_view model) const;
-  void CountWaiting(std::string_view model, std::ptrdiff_t delta);
+  void CountWaiting(const Waiter& waiter, std::ptrdiff_t delta);
   // Offers capacity to the waiting picks, oldest first, and answers the placed ones.
   void ReleaseWaiting(TimePoint now);
   // Calls each waiter's `done` with `status` (no lock held).
@@ -251,9 +261,11 @@ class PoolState {
   WaitQueue<Waiter> queue_;
   mutable std::mutex waiting_mu_;
   StringMap<std::size_t> waiting_models_;  // guarded by waiting_mu_
+  std::size_t waiting_bytes_ = 0;          // guarded by waiting_mu_
   std::atomic<TimePoint::rep> last_sweep_{0};
   // Moves whenever capacity may have appeared (a snapshot, a scrape).
   std::atomic<std::uint64_t> capacity_epoch_{0};
+  std::function<void()> reserve_hook_;  // SetReserveHookForTesting
 };
 
 }  // namespace eoc::routing

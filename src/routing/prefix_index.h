@@ -11,12 +11,17 @@
 //   }
 //   index.Record(blocks, chosen_worker);  // after the pick, whatever decided it
 //
-// Matching relies on how block hashes chain (each seeded by the one before): a hit on block i
-// means the whole prefix 1..i was sent. Record inserts a prompt's blocks deepest first, so that
-// its first blocks are the most recently used and eviction takes deep blocks before shallow ones:
-// the blocks present form a prefix of the prompt, and LongestMatch binary-searches for its end
-// (about log2(n) shard lookups), then walks back from there until a block has an eligible worker:
-// O(blocks in the prompt) at worst, never O(workers).
+// Matching relies on how block hashes chain (each seeded by the one before): block i's holders
+// were sent the whole prefix 1..i, so they hold it as far as the engine's cache (itself a chain)
+// still does, whether or not the index still holds the blocks before i. It may not: each shard
+// evicts by its own recency, so a prompt can lose a shallow block and keep deeper ones, and a
+// shallow block shared by many prompts has its holders replaced by later ones; neither is news of
+// the engine's cache. So the longest match is the deepest block held with an eligible holder,
+// whether or not the blocks before it are held: LongestMatch walks from the deepest block back,
+// skipping blocks the index does not hold, to the first with an eligible worker. At most
+// kMaxPrefixBlocks (256) shard lookups per call, one lock and one hash probe each, and at most 16
+// eligibility calls; never O(workers). Record inserts a prompt's blocks deepest first, so that
+// its first blocks are the most recently used and eviction tends to take deep blocks first.
 //
 // Memory: 48 bytes of node and 6 to 12 bytes of index per block, plus per-shard overheads:
 // about 56 bytes per block at 1,000,000 blocks (measured by prefix_index_test).
@@ -63,8 +68,9 @@ class PrefixIndex {
   // in LongestMatch. Worker key 0 is not recorded (it marks an empty place).
   void Record(std::span<const BlockHash> blocks, WorkerKey worker);
 
-  // The eligible worker holding the longest prefix of `blocks`, the most recently recorded first
-  // among workers of the same block; nullopt if no block with an eligible worker is known.
+  // The eligible worker holding the longest prefix of `blocks` (the deepest block held with an
+  // eligible holder, see above), the most recently recorded first among workers of the same
+  // block; nullopt if no block with an eligible worker is known.
   // `eligible(WorkerKey) -> bool` is called without any lock held, at most once per worker
   // (for up to 16 distinct workers). Recency is not changed (Record does that).
   template <typename Eligible>
@@ -90,29 +96,14 @@ class PrefixIndex {
 template <typename Eligible>
 std::optional<PrefixIndex::Match> PrefixIndex::LongestMatch(std::span<const BlockHash> blocks,
                                                             Eligible&& eligible) const {
-  // The number of leading blocks present: binary search over "block i is present", which holds
-  // for a prefix of the prompt (see above); `found` keeps the holders of the last hit.
+  // From the deepest block back (see above), asking about each worker once.
   blocks = blocks.first(std::min(blocks.size(), kMaxPrefixBlocks));
-  std::size_t present = 0;
-  std::size_t high = blocks.size();
-  Holders holders{};
-  Holders found{};
-  while (present < high) {
-    const std::size_t mid = present + (high - present + 1) / 2;  // test block mid (1-based)
-    if (HoldersOf(blocks[mid - 1], holders)) {
-      present = mid;
-      found = holders;
-    } else {
-      high = mid - 1;
-    }
-  }
-  // Walk back from the deepest present block to the first with an eligible worker, asking about
-  // each worker once.
   std::array<WorkerKey, 16> rejected{};
   std::size_t rejected_count = 0;
-  for (std::size_t depth = present; depth > 0; --depth) {
-    if (depth != present && !HoldersOf(blocks[depth - 1], found)) continue;
-    for (const WorkerKey worker : found) {
+  Holders holders{};
+  for (std::size_t depth = blocks.size(); depth > 0; --depth) {
+    if (!HoldersOf(blocks[depth - 1], holders)) continue;
+    for (const WorkerKey worker : holders) {
       if (worker == 0) break;
       const std::span<const WorkerKey> seen(rejected.data(), rejected_count);
       if (std::find(seen.begin(), seen.end(), worker) != seen.end()) continue;

@@ -125,6 +125,45 @@ TEST_F(PoolStateQueueTest, WaitingPicksTimeOutAtTheirDeadline) {
   EXPECT_EQ(Wait({}, "late", seconds(0)).status, PickStatus::kTimedOut);
 }
 
+// A waiting pick keeps only what a pick uses: the first kMaxPrefixBlocks hashes.
+TEST_F(PoolStateQueueTest, AWaitingPickKeepsAtMost256PrefixHashes) {
+  Start(Workers(2));
+  Observe(0, LoadOf(0, 0));
+  Observe(1, LoadOf(0, 0));
+  std::vector<BlockHash> prefix(10'000);
+  for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] = 1000 + i;
+  EXPECT_EQ(Wait({.model = "llama", .prefix = prefix}, "long").status, PickStatus::kQueued);
+  EXPECT_EQ(state_->WaitingBytes(), 5 + kMaxPrefixBlocks * sizeof(BlockHash));
+  // Released, it records the blocks a pick uses, as an immediate pick would.
+  Observe(1, LoadOf(0, 10));
+  ASSERT_EQ(answers_.log.size(), 1U);
+  EXPECT_EQ(answers_.log[0].second, PodOf(1));
+  EXPECT_EQ(state_->WaitingBytes(), 0U);
+  EXPECT_EQ(state_->prefix_index()->Size(), kMaxPrefixBlocks);
+  const auto match = state_->prefix_index()->LongestMatch(prefix, [](WorkerKey) { return true; });
+  ASSERT_TRUE(match.has_value());
+  EXPECT_EQ(match->worker, KeyOf(1));
+  EXPECT_EQ(match->blocks, kMaxPrefixBlocks);
+}
+
+// A model name longer than any worker can list is refused at once, never kept waiting; the
+// longest one a worker can list waits like any other.
+TEST_F(PoolStateQueueTest, AnOverlongModelNameIsRefusedNotQueued) {
+  Start(Workers(1));  // serves any model
+  const std::string longest(kMaxModelNameBytes, 'm');
+  const std::string overlong(kMaxModelNameBytes + 1, 'm');
+  EXPECT_TRUE(state_->TryPick({.model = longest}, 1, now_).picked());
+  EXPECT_EQ(state_->TryPick({.model = overlong}, 1, now_).status, PickStatus::kUnavailable);
+  Observe(0, LoadOf(0, 0));
+  EXPECT_EQ(Wait({.model = overlong}, "overlong").status, PickStatus::kUnavailable);
+  EXPECT_EQ(state_->Waiting(), 0U);
+  EXPECT_EQ(Wait({.model = longest}, "longest").status, PickStatus::kQueued);
+  EXPECT_EQ(state_->WaitingBytes(), kMaxModelNameBytes);
+  Observe(0, LoadOf(0, 10));
+  EXPECT_EQ(answers_.log,
+            (std::vector<std::pair<std::string, std::string>>{{"longest", PodOf(0)}}));
+}
+
 TEST_F(PoolStateQueueTest, ACancelledPickIsNeverAnswered) {
   Start(Workers(1));
   Observe(0, LoadOf(0, 0));

@@ -320,6 +320,33 @@ TEST_F(PoolStateTest, TheKvBudgetExcludesAFullWorker) {
   EXPECT_TRUE(Pick({}).picked());
 }
 
+// A scrape that lands while a pick is reserving: the reservation must be checked against the new
+// free blocks, not the ones it read before the scrape.
+TEST_F(PoolStateTest, AScrapeDuringAReservationCannotOvercommitTheWorker) {
+  Start(Workers(1));
+  Observe(0, LoadOf(0, 10));  // room for one request of 10 blocks
+  int reservations = 0;
+  state_->SetReserveHookForTesting([&] {
+    if (reservations++ == 0) Observe(0, LoadOf(0, 0));  // the engine filled up meanwhile
+  });
+  EXPECT_EQ(Where(Pick({})), "no-room");
+  EXPECT_GE(reservations, 1);
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 1));
+  // The other way round: blocks freed by a scrape during a reservation are there to take.
+  Observe(0, LoadOf(0, 10));
+  ASSERT_TRUE(Pick({}).picked());  // takes all 10
+  reservations = 0;
+  state_->SetReserveHookForTesting([&] {
+    if (reservations++ == 0) Observe(0, LoadOf(0, 25));
+  });
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 1));
+  Observe(0, LoadOf(0, 15));
+  EXPECT_EQ(Where(Pick({})), PodOf(0));   // reserved 10 of the 25 the hook's scrape reported
+  EXPECT_EQ(Where(Pick({})), PodOf(0));   // and 10 more
+  EXPECT_EQ(Where(Pick({})), "no-room");  // 5 left
+  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 80));
+}
+
 TEST_F(PoolStateTest, UnavailableMetricsLiftTheBudgetUntilDataReturns) {
   Start(Workers(1));
   Observe(0, LoadOf(0, 0));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "routing/prefix_hash.h"
+#include "routing/sharded_lru.h"
 
 namespace eoc::routing {
 namespace {
@@ -110,6 +111,46 @@ TEST(PrefixIndexTest, EvictsLeastRecentlyUsedBlocksDeepestFirst) {
   index.Record(Blocks(std::string(16, 'z')), kC);  // 4 new blocks
   EXPECT_EQ(index.LongestMatch(second, Anyone()), std::nullopt);
   EXPECT_EQ(index.LongestMatch(first, Anyone())->blocks, 6U);
+}
+
+// Each shard evicts by its own recency, so a prompt can lose a shallow block and keep deeper ones.
+// A deeper block's holders were still sent the whole prefix up to it: the match is the deepest
+// block held, not the end of the unbroken run from the first.
+TEST(PrefixIndexTest, AShallowBlockEvictedFromItsShardDoesNotHideDeeperOnes) {
+  constexpr std::size_t kShards = 2;
+  PrefixIndex index({.max_blocks = 8, .shards = kShards});
+  ASSERT_EQ(index.ShardCount(), kShards);
+  // Where the index keeps a block (the same layout: 4 blocks per shard).
+  const ShardedLru<char> layout(8, kShards, 1);
+  auto blocks_in = [&](std::size_t shard, std::size_t count, BlockHash from) {
+    std::vector<BlockHash> blocks;
+    for (BlockHash b = from; blocks.size() < count; ++b) {
+      if (layout.IndexOf(b) == shard) blocks.push_back(b);
+    }
+    return blocks;
+  };
+  // A prompt of 4 blocks: the second in shard 0, the others in shard 1.
+  const auto zero = blocks_in(0, 5, 1);
+  const auto one = blocks_in(1, 3, 1);
+  const std::vector<BlockHash> prompt = {one[0], zero[0], one[1], one[2]};
+  index.Record(prompt, kA);
+  // Another prompt fills shard 0, evicting the first prompt's second block.
+  index.Record(std::span(zero).subspan(1), kB);
+  EXPECT_EQ(index.LongestMatch(std::span(prompt).subspan(1, 1), Anyone()), std::nullopt);
+  for (const std::size_t held : {0, 2, 3}) {
+    ASSERT_TRUE(index.LongestMatch(std::span(prompt).subspan(held, 1), Anyone())) << held;
+  }
+  const auto match = index.LongestMatch(prompt, Anyone());
+  ASSERT_TRUE(match.has_value());
+  EXPECT_EQ(match->worker, kA);
+  EXPECT_EQ(match->blocks, 4U);
+  // Only the first block left: the match is 1 block long.
+  index.Record(std::vector<BlockHash>{one[0]}, kC);
+  index.Record(blocks_in(1, 3, 1000), kC);
+  const auto shorter = index.LongestMatch(prompt, Anyone());
+  ASSERT_TRUE(shorter.has_value());
+  EXPECT_EQ(shorter->worker, kC);
+  EXPECT_EQ(shorter->blocks, 1U);
 }
 
 TEST(PrefixIndexTest, ShardedIndexKeepsItsBound) {
