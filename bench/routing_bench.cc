@@ -17,6 +17,10 @@
 //                          and the pick records the 64 blocks again, as every pick with a prefix
 //                          does. The workers picked are scraped every 32 picks, untimed (the
 //                          timer's pause and resume still add about 0.5 us per scrape: ~1%).
+// BM_PrefixIndexMiss      PrefixIndex::LongestMatch alone for a prompt of 64 or 256 blocks none of
+//                          which the index (1,000,000 blocks) holds: a new conversation's cost,
+//                          one lookup per block, since a deeper block may be held when a shallower
+//                          one was evicted.
 // BM_SessionHit and BM_StrategyPick/JouleWeighted also run at 1,000 workers on 1 and 2 threads
 // that share the pool: wall time per pick over all threads, which halves on 2 cores when nothing
 // pool-wide serialises the picks.
@@ -321,6 +325,29 @@ void BM_PrefixPick(benchmark::State& state) {
   }
 }
 
+void BM_PrefixIndexMiss(benchmark::State& state) {
+  const auto length = static_cast<std::size_t>(state.range(0));
+  routing::PrefixIndex index(routing::PrefixIndex::Options{.max_blocks = 1'000'000});
+  std::vector<routing::BlockHash> blocks(kPromptBlocks);
+  // 15,000 prompts of 64 distinct blocks: 960,000 blocks, within the bound.
+  for (std::size_t prompt = 0; prompt < 15'000; ++prompt) {
+    for (std::size_t k = 0; k < kPromptBlocks; ++k) {
+      blocks[k] = Distinct(prompt * kPromptBlocks + k);
+    }
+    index.Record(blocks, Distinct(prompt % 1000));
+  }
+  std::vector<routing::BlockHash> novel(length);
+  for (std::size_t k = 0; k < length; ++k) novel[k] = Distinct((std::uint64_t{1} << 40U) + k);
+  for ([[maybe_unused]] auto _ : state) {
+    auto match = index.LongestMatch(novel, [](routing::WorkerKey) { return true; });
+    if (match) {
+      state.SkipWithError("a novel prompt matched");
+      break;
+    }
+    benchmark::DoNotOptimize(match);
+  }
+}
+
 void BM_SessionTableMemory(benchmark::State& state) {
   const auto count = static_cast<std::size_t>(state.range(0));
   const TimePoint now = std::chrono::steady_clock::now();
@@ -410,6 +437,7 @@ BENCHMARK(BM_StrategyPick)
     ->Setup(SetUpStrategyPick<Strategy::kLeastBusy>)
     ->Teardown(TearDown);
 BENCHMARK(BM_PrefixPick)->Apply(AtPoolSizes)->Setup(SetUpPrefixPick)->Teardown(TearDown);
+BENCHMARK(BM_PrefixIndexMiss)->ArgName("blocks")->Arg(64)->Arg(256);
 
 }  // namespace
 
