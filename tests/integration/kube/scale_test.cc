@@ -26,6 +26,7 @@ TEST_F(ScaleTest, APodsInformerOver1200PodsRecoversFromAnApiServerRestart) {
   // Four writers: the plane's two cores are the limit, not the round trips.
   std::atomic<int> failures{0};
   std::vector<std::thread> writers;
+  writers.reserve(4);
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
       for (int i = w; i < kPods; i += 4) {
