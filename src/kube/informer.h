@@ -102,7 +102,7 @@ class Informer final : public ReflectorSink {
   void Replace(std::vector<nlohmann::json>&& items, const std::string& /*rv*/) override {
     Map next;
     next.reserve(items.size());
-    std::unordered_map<std::string, std::string> invalid;  // what the new list holds that is
+    std::unordered_map<std::string, std::string> invalid;  // the list's objects left out
     for (auto& item : items) {
       std::string key = ObjectKey(item);
       if (auto entry = Make(key, item)) {
