@@ -35,13 +35,21 @@ nanoseconds BackoffDelay(const BackoffPolicy& policy, int failures) {
   // pow is exact for a factor of 2 (and the waits the work queue counts on), and overflows to
   // infinity, which the cap takes.
   const double wait = initial * std::pow(factor, std::max(failures, 0));
-  return FromDouble(std::min(wait, cap));
+  // The cap itself when reached, not its round trip through a double: a cap of
+  // nanoseconds::max() (the work queue's "no cap") stays exactly that.
+  if (wait >= cap) return std::max(policy.max, nanoseconds::zero());
+  return FromDouble(wait);
 }
 
 nanoseconds Jittered(nanoseconds d, double jitter, double random01) {
   if (d <= nanoseconds::zero()) return nanoseconds::zero();
   const double extra = std::clamp(random01, 0.0, 1.0) * std::max(jitter, 0.0);
   return FromDouble(static_cast<double>(d.count()) * (1.0 + extra));
+}
+
+nanoseconds Spread(nanoseconds d, double random01) {
+  if (d <= nanoseconds::zero()) return nanoseconds::zero();
+  return FromDouble(static_cast<double>(d.count()) * std::clamp(random01, 0.0, 1.0));
 }
 
 Backoff::Backoff(BackoffPolicy policy, Random01 random)

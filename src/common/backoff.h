@@ -29,11 +29,16 @@ struct BackoffPolicy {
 };
 
 // The wait after `failures` earlier failures in a row (0: the first wait), without jitter:
-// min(initial * factor^failures, max). Never overflows; a negative `initial` or `max` counts as 0.
+// min(initial * factor^failures, max) (`max` exactly, once reached). Never overflows; a negative
+// `initial` or `max` counts as 0.
 std::chrono::nanoseconds BackoffDelay(const BackoffPolicy& policy, int failures);
 
 // `d` plus up to `jitter` x `d` more: d * (1 + jitter * random01), for random01 in [0, 1).
 std::chrono::nanoseconds Jittered(std::chrono::nanoseconds d, double jitter, double random01);
+
+// A random part of `d`: d * random01, for random01 in [0, 1). Spreads a first retry over [0, d)
+// (client-go's event recorder), so that clients that failed together do not come back together.
+std::chrono::nanoseconds Spread(std::chrono::nanoseconds d, double random01);
 
 // A backoff's state: how many waits in a row so far. Not thread-safe.
 class Backoff {

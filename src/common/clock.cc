@@ -37,6 +37,30 @@ bool ManualClock::AwaitSleepers(std::size_t n, std::chrono::milliseconds timeout
   return true;
 }
 
+std::optional<std::chrono::nanoseconds> ManualClock::AwaitTimedSleep(
+    std::chrono::milliseconds timeout) const {
+  // Real time, as AwaitSleepers. A sleeper whose deadline has come is leaving: not counted.
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    {
+      const std::lock_guard lock(mu_);
+      const TimePoint now = Now();
+      std::optional<TimePoint> next;
+      for (Wakeup* wakeup : wakeups_) {
+        const std::lock_guard sleeper(wakeup->mu_);
+        for (const TimePoint deadline : wakeup->deadlines_) {
+          if (deadline > now && deadline != TimePoint::max() && (!next || deadline < *next)) {
+            next = deadline;
+          }
+        }
+      }
+      if (next) return *next - now;
+    }
+    if (std::chrono::steady_clock::now() >= give_up) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 bool ManualClock::AdvanceToNextDeadline() {
   const std::optional<TimePoint> next = NextDeadline();
   if (!next || *next == TimePoint::max()) return false;

@@ -206,6 +206,11 @@ class ManualClock final : public Clock {
   // calls it before Advance() so that the loop it drives has computed its deadline.
   bool AwaitSleepers(std::size_t n,
                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  // Waits, in real time up to `timeout`, until a thread sleeps on this clock until a time after
+  // Now() (not "forever"); returns how long from Now() the earliest such sleep lasts (nullopt on
+  // timeout). A test reads a loop's next wait with it, then Advance()s by that much.
+  std::optional<std::chrono::nanoseconds> AwaitTimedSleep(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   // Advances to the earliest sleeper's deadline (none asleep: does nothing); whether it did.
   bool AdvanceToNextDeadline();
 

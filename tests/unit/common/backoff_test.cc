@@ -34,6 +34,23 @@ TEST(BackoffDelay, DegenerateInputsGiveZeroOrTheInitialWaitNeverGarbage) {
   EXPECT_EQ(BackoffDelay({.initial = seconds(2), .max = seconds(10)}, -4), seconds(2));
 }
 
+TEST(BackoffDelay, ACapIsReturnedExactlyEvenAtTheLargestDuration) {
+  // The work queue's per-key limiter with "no cap": it must saturate at the cap, not near it.
+  const BackoffPolicy policy{.initial = std::chrono::hours(1), .max = nanoseconds::max()};
+  EXPECT_EQ(BackoffDelay(policy, 0), std::chrono::hours(1));
+  EXPECT_EQ(BackoffDelay(policy, 40), nanoseconds::max());
+  EXPECT_EQ(BackoffDelay(policy, std::numeric_limits<int>::max()), nanoseconds::max());
+}
+
+TEST(Spread, TakesTheRandomFractionOfTheWait) {
+  EXPECT_EQ(Spread(seconds(10), 0.0), nanoseconds(0));
+  EXPECT_EQ(Spread(seconds(10), 0.25), milliseconds(2500));
+  // Out-of-range randomness is clamped; a negative wait is none.
+  EXPECT_EQ(Spread(seconds(10), 3.0), seconds(10));
+  EXPECT_EQ(Spread(seconds(10), -1.0), nanoseconds(0));
+  EXPECT_EQ(Spread(-seconds(10), 0.5), nanoseconds(0));
+}
+
 TEST(Jittered, AddsUpToTheJitterFractionMore) {
   EXPECT_EQ(Jittered(seconds(2), 1.0, 0.0), seconds(2));
   EXPECT_EQ(Jittered(seconds(2), 1.0, 0.5), seconds(3));

@@ -46,8 +46,9 @@ TEST(Wakeup, NotifyEndsASleepWhoseConditionNowHolds) {
   ManualClock clock;
   Wakeup wake(clock);
   std::atomic<bool> stop{false};
-  auto slept = std::async(std::launch::async,
-                          [&] { return wake.SleepFor(std::chrono::hours(1), [&] { return stop.load(); }); });
+  auto slept = std::async(std::launch::async, [&] {
+    return wake.SleepFor(std::chrono::hours(1), [&] { return stop.load(); });
+  });
   ASSERT_TRUE(clock.AwaitSleepers(1));
   wake.Notify();  // the condition does not hold yet: it sleeps on
   ASSERT_TRUE(clock.AwaitSleepers(1));
@@ -73,9 +74,8 @@ TEST(Wakeup, ATicketSeesANotifyThatCameBeforeTheSleep) {
   EXPECT_TRUE(wake.SleepUntilNotified(clock.Now() + seconds(5), ticket));
 
   const Wakeup::Ticket fresh = wake.TakeTicket();
-  auto slept = std::async(std::launch::async, [&] {
-    return wake.SleepUntilNotified(clock.Now() + seconds(5), fresh);
-  });
+  auto slept = std::async(std::launch::async,
+                          [&] { return wake.SleepUntilNotified(clock.Now() + seconds(5), fresh); });
   ASSERT_TRUE(clock.AwaitSleepers(1));
   ASSERT_TRUE(clock.AdvanceToNextDeadline());
   EXPECT_FALSE(slept.get());  // no Notify since the ticket: the deadline
@@ -97,8 +97,9 @@ TEST(Wakeup, ManySleepersOnManyWakeupsAllWakeAtTheirDeadlines) {
   for (int i = 1; i <= 4; ++i) {
     Wakeup& wake = i % 2 == 0 ? first : second;
     const auto deadline = clock.Now() + seconds(i);
-    sleeps.push_back(std::async(std::launch::async,
-                                [&wake, deadline] { return wake.SleepUntil(deadline, [] { return false; }); }));
+    sleeps.push_back(std::async(std::launch::async, [&wake, deadline] {
+      return wake.SleepUntil(deadline, [] { return false; });
+    }));
   }
   ASSERT_TRUE(clock.AwaitSleepers(4));
   int advances = 0;
@@ -115,13 +116,37 @@ TEST(Wakeup, ManySleepersOnManyWakeupsAllWakeAtTheirDeadlines) {
   for (auto& slept : sleeps) EXPECT_FALSE(slept.get());
 }
 
+TEST(ManualClock, AwaitTimedSleepTellsTheNextWaitAndSkipsForeverAndDueSleepers) {
+  ManualClock clock;
+  Wakeup idle(clock);
+  Wakeup timed(clock);
+  std::atomic<bool> stop{false};
+  auto forever = std::async(std::launch::async, [&] {
+    return idle.SleepUntil(Clock::TimePoint::max(), [&] { return stop.load(); });
+  });
+  ASSERT_TRUE(clock.AwaitSleepers(1));
+  EXPECT_EQ(clock.AwaitTimedSleep(milliseconds(5)), std::nullopt);  // only "forever"
+  auto slept = std::async(std::launch::async,
+                          [&] { return timed.SleepFor(seconds(3), [] { return false; }); });
+  EXPECT_EQ(clock.AwaitTimedSleep(), seconds(3));
+  clock.Advance(seconds(1));
+  EXPECT_EQ(clock.AwaitTimedSleep(), seconds(2));
+  clock.Advance(seconds(2));
+  EXPECT_FALSE(slept.get());
+  EXPECT_EQ(clock.AwaitTimedSleep(milliseconds(5)), std::nullopt);
+  stop = true;
+  idle.Notify();
+  EXPECT_TRUE(forever.get());
+}
+
 TEST(Wakeup, OnTheSystemClockASleepEndsAtItsDeadlineOrAtANotify) {
   const Clock& clock = RealClock();
   Wakeup wake(clock);
   EXPECT_FALSE(wake.SleepFor(milliseconds(1), [] { return false; }));
   std::atomic<bool> stop{false};
-  auto slept = std::async(std::launch::async,
-                          [&] { return wake.SleepFor(std::chrono::hours(1), [&] { return stop.load(); }); });
+  auto slept = std::async(std::launch::async, [&] {
+    return wake.SleepFor(std::chrono::hours(1), [&] { return stop.load(); });
+  });
   stop = true;
   wake.Notify();
   EXPECT_TRUE(slept.get());
