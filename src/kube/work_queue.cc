@@ -1,24 +1,15 @@
 #include "kube/work_queue.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <limits>
+
+#include "common/backoff.h"
 
 namespace eoc::kube {
 
 using std::chrono::nanoseconds;
 
 namespace {
-
-// min(base * 2^exponent, max_delay), without overflowing on the way.
-nanoseconds CappedBackoff(nanoseconds base, nanoseconds max_delay, int exponent) {
-  if (base <= nanoseconds::zero()) return nanoseconds::zero();
-  // 2^63 does not fit in 64 bits; any positive base is past the cap long before that anyway.
-  if (exponent >= 63) return max_delay;
-  const std::int64_t factor = std::int64_t{1} << exponent;
-  if (base.count() > max_delay.count() / factor) return max_delay;
-  return base * factor;
-}
 
 // A hundred years: far beyond any delay that means anything, and far from overflowing a steady
 // time point (about 292 years of nanoseconds), so `now + delay` is always safe.
@@ -39,7 +30,7 @@ nanoseconds ItemExponentialFailureRateLimiter::When(const std::string& key) {
   const int exponent = failures;
   // Saturate rather than wrap: the delay is capped long before, the count stays meaningful.
   if (failures < std::numeric_limits<int>::max()) ++failures;
-  return CappedBackoff(base_, max_delay_, exponent);
+  return BackoffDelay({.initial = base_, .max = max_delay_, .factor = 2}, exponent);
 }
 
 void ItemExponentialFailureRateLimiter::Forget(const std::string& key) {
@@ -98,6 +89,7 @@ WorkQueue::WorkQueue(std::string name, const Clock& clock,
       clock_(clock),
       rate_limiter_(rate_limiter ? std::move(rate_limiter) : DefaultControllerRateLimiter(clock)),
       metrics_(metrics != nullptr ? metrics : &no_metrics_),
+      delay_wake_(clock),
       delay_thread_([this] { DelayLoop(); }) {}
 
 WorkQueue::~WorkQueue() {
@@ -125,7 +117,7 @@ void WorkQueue::AddLocked(const std::string& key) {
 }
 
 void WorkQueue::AddAfter(const std::string& key, nanoseconds delay) {
-  const RealTime due = std::chrono::steady_clock::now() + std::min(delay, kMaxDelay);
+  const Clock::TimePoint due = clock_.Now() + std::min(delay, kMaxDelay);
   const std::lock_guard lock(mu_);
   if (shutting_down_) return;
   metrics_->OnRetry();
@@ -136,7 +128,7 @@ void WorkQueue::AddAfter(const std::string& key, nanoseconds delay) {
   ScheduleLocked(key, due);
 }
 
-void WorkQueue::ScheduleLocked(const std::string& key, RealTime due) {
+void WorkQueue::ScheduleLocked(const std::string& key, Clock::TimePoint due) {
   const auto it = due_by_key_.find(key);
   if (it == due_by_key_.end()) {
     due_by_key_.emplace(key, due);
@@ -146,26 +138,27 @@ void WorkQueue::ScheduleLocked(const std::string& key, RealTime due) {
     it->second = due;
   }
   due_order_.emplace(due, key);
-  delay_cv_.notify_one();  // the loop may be sleeping until a later time
+  delay_wake_.Notify();  // the loop may be sleeping until a later time
 }
 
 void WorkQueue::DelayLoop() {
-  std::unique_lock lock(mu_);
-  while (!shutting_down_) {
-    PromoteDueLocked(std::chrono::steady_clock::now());
-    // Spurious or early wake-ups only cost one more pass.
-    if (due_order_.empty()) {
-      delay_cv_.wait(lock);
-    } else {
-      // A copy: AddAfter (moving a key earlier) and ShutDown erase the node while we wait, and
-      // wait_until reads its deadline again on waking.
-      const RealTime due = due_order_.begin()->first;
-      delay_cv_.wait_until(lock, due);
+  for (;;) {
+    // The ticket first: a new due time or a shutdown that comes while this pass looks is not
+    // missed. Early wake-ups only cost one more pass.
+    const Wakeup::Ticket ticket = delay_wake_.TakeTicket();
+    Clock::TimePoint next_due = Clock::TimePoint::max();
+    {
+      const std::lock_guard lock(mu_);
+      if (shutting_down_) return;
+      PromoteDueLocked(clock_.Now());
+      // A copy: AddAfter (moving a key earlier) and ShutDown erase the node while we sleep.
+      if (!due_order_.empty()) next_due = due_order_.begin()->first;
     }
+    delay_wake_.SleepUntilNotified(next_due, ticket);
   }
 }
 
-void WorkQueue::PromoteDueLocked(RealTime now) {
+void WorkQueue::PromoteDueLocked(Clock::TimePoint now) {
   while (!due_order_.empty() && due_order_.begin()->first <= now) {
     const auto node = due_order_.extract(due_order_.begin());
     const std::string& key = node.value().second;
@@ -238,7 +231,7 @@ void WorkQueue::ShutDownLocked(bool drain) {
   due_by_key_.clear();
   due_order_.clear();
   ready_cv_.notify_all();
-  delay_cv_.notify_all();
+  delay_wake_.Notify();
   drained_cv_.notify_all();
 }
 

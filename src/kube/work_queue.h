@@ -50,7 +50,7 @@ class RateLimiter {
   virtual int NumRequeues(const std::string& key) = 0;
 };
 
-// base * 2^(retries so far), at most `max_delay`, per key.
+// base * 2^(retries so far), at most `max_delay`, per key, without jitter (BackoffDelay).
 class ItemExponentialFailureRateLimiter final : public RateLimiter {
  public:
   ItemExponentialFailureRateLimiter(std::chrono::nanoseconds base,
@@ -116,9 +116,9 @@ class WorkQueueMetrics {
 // Thread-safe. Keeps one background thread that moves delayed keys in when they are due.
 class WorkQueue {
  public:
-  // `clock` times what the metrics measure; delays are waited on the real steady clock.
-  // `rate_limiter` defaults to DefaultControllerRateLimiter(clock). `metrics`, if given, must
-  // outlive the queue.
+  // `clock` times what the metrics measure and when delayed keys are due (on a ManualClock, they
+  // become due as the test advances it). `rate_limiter` defaults to
+  // DefaultControllerRateLimiter(clock). `metrics`, if given, must outlive the queue.
   explicit WorkQueue(std::string name, const Clock& clock = RealClock(),
                      std::unique_ptr<RateLimiter> rate_limiter = nullptr,
                      WorkQueueMetrics* metrics = nullptr);
@@ -162,15 +162,12 @@ class WorkQueue {
   bool ShuttingDown() const;
 
  private:
-  // Both are steady_clock time points, from different sources: `clock_` (what metrics measure)
-  // and the real steady clock (when delayed keys are due).
-  using ClockTime = std::chrono::steady_clock::time_point;
-  using RealTime = std::chrono::steady_clock::time_point;
+  using ClockTime = Clock::TimePoint;
 
   void ShutDownLocked(bool drain);
   void AddLocked(const std::string& key);
-  void ScheduleLocked(const std::string& key, RealTime due);
-  void PromoteDueLocked(RealTime now);
+  void ScheduleLocked(const std::string& key, ClockTime due);
+  void PromoteDueLocked(ClockTime now);
   void DelayLoop();
 
   const std::string name_;
@@ -182,7 +179,6 @@ class WorkQueue {
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;    // Get: a key was queued, or shutdown
   std::condition_variable drained_cv_;  // ShutDownWithDrain: nothing in processing
-  std::condition_variable delay_cv_;    // DelayLoop: a new due time, or shutdown
   bool shutting_down_ = false;
   bool drain_ = false;
   std::deque<std::string> queue_;  // ready keys, in order; each is dirty and not processing
@@ -191,8 +187,9 @@ class WorkQueue {
   // Keys handed out by Get and not yet Done, with when (for OnWorkDuration).
   std::unordered_map<std::string, ClockTime> processing_;
   // Delayed adds: each key's due time, and the same ordered by due time.
-  std::unordered_map<std::string, RealTime> due_by_key_;
-  std::set<std::pair<RealTime, std::string>> due_order_;
+  std::unordered_map<std::string, ClockTime> due_by_key_;
+  std::set<std::pair<ClockTime, std::string>> due_order_;
+  Wakeup delay_wake_;  // DelayLoop sleeps on it: until the next due time, a new one, or shutdown
   std::thread delay_thread_;  // last: started after everything it uses
 };
 

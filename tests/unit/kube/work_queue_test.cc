@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "clock_steps.h"
+
 namespace eoc::kube {
 namespace {
 
@@ -39,6 +41,8 @@ void ExpectReady(std::future<T>& future, WorkQueue& queue, const char* what) {
   ADD_FAILURE() << what;
   queue.ShutDown();
 }
+
+using testing::AwaitSleep;
 
 std::string KeyOf(int i) { return "ns/k" + std::to_string(i); }
 
@@ -243,64 +247,104 @@ TEST(WorkQueue, ManyWorkersNeverShareAKeyAndNoAddIsLost) {
   }
 }
 
+// Delays are due on the queue's clock: these tests move a ManualClock, and no real time passes.
 TEST(WorkQueue, AddAfterDeliversOnceTheDelayHasPassed) {
-  WorkQueue queue("test");
+  ManualClock clock;
+  WorkQueue queue("test", clock);
   queue.AddAfter("ns/later", hours(1));
   queue.AddAfter("ns/soon", milliseconds(20));
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(20)),
+            milliseconds(20));  // the loop sleeps until the first due
   EXPECT_EQ(queue.Len(), 0U);
+  clock.Advance(milliseconds(19));
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(1)),
+            milliseconds(1));  // woken early: asleep again, not due
+  EXPECT_EQ(queue.Len(), 0U);
+  clock.Advance(milliseconds(1));
   EXPECT_EQ(GetOrFail(queue), "ns/soon");
+  EXPECT_EQ(AwaitSleep(clock, hours(1) - milliseconds(20)), hours(1) - milliseconds(20));
   EXPECT_EQ(queue.Len(), 0U);  // the hour has not passed
+  clock.Advance(hours(1));
+  EXPECT_EQ(GetOrFail(queue), "ns/later");
 }
 
 TEST(WorkQueue, AddAfterWithoutADelayAddsAtOnce) {
-  WorkQueue queue("test");
+  ManualClock clock;
+  WorkQueue queue("test", clock);
   queue.AddAfter("ns/a", nanoseconds::zero());
   queue.AddAfter("ns/b", -seconds(1));
   EXPECT_EQ(queue.Len(), 2U);
 }
 
 TEST(WorkQueue, ALaterShorterDelayWins) {
-  WorkQueue queue("test");
+  ManualClock clock;
+  WorkQueue queue("test", clock);
   queue.AddAfter("ns/a", hours(1));
   queue.AddAfter("ns/a", milliseconds(20));
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(20)), milliseconds(20));
+  clock.Advance(milliseconds(20));
   EXPECT_EQ(GetOrFail(queue), "ns/a");
+  queue.Done("ns/a");
+  // The hour-long add was replaced, not kept beside it.
+  EXPECT_EQ(clock.AwaitTimedSleep(milliseconds(20)), std::nullopt);
 }
 
-// The delay loop waits on the earliest due time; moving that key earlier erases the node it was
-// waiting on. It must wait on a copy (AddressSanitizer reported a heap-use-after-free here).
+// The delay loop sleeps until the earliest due time; moving that key earlier erases the node it
+// took that time from. It must sleep on a copy (AddressSanitizer reported a heap-use-after-free
+// here).
 TEST(WorkQueue, MovingTheAwaitedKeyEarlierWakesTheDelayLoopSafely) {
-  WorkQueue queue("test");
+  ManualClock clock;
+  WorkQueue queue("test", clock);
   queue.AddAfter("ns/a", hours(1));
-  std::this_thread::sleep_for(milliseconds(50));  // the loop is now waiting on the hour
+  ASSERT_EQ(AwaitSleep(clock, hours(1)), hours(1));  // the loop is now asleep until the hour
   queue.AddAfter("ns/a", milliseconds(1));
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(1)), milliseconds(1));
+  clock.Advance(milliseconds(1));
   EXPECT_EQ(GetOrFail(queue), "ns/a");
 }
 
-// Shutting down clears the delayed keys while the loop waits on one of them.
+// Shutting down clears the delayed keys while the loop sleeps until one of them.
 TEST(WorkQueue, ShutDownWhileTheDelayLoopWaitsIsSafe) {
-  WorkQueue queue("test");
+  ManualClock clock;
+  WorkQueue queue("test", clock);
   queue.AddAfter("ns/a", hours(1));
-  std::this_thread::sleep_for(milliseconds(50));
+  ASSERT_EQ(AwaitSleep(clock, hours(1)), hours(1));
   queue.ShutDown();
+  clock.Advance(hours(2));
   EXPECT_EQ(queue.Len(), 0U);
 }
 
 TEST(WorkQueue, ALaterLongerDelayDoesNotPostpone) {
-  WorkQueue queue("test");
+  ManualClock clock;
+  WorkQueue queue("test", clock);
   queue.AddAfter("ns/a", milliseconds(20));
   queue.AddAfter("ns/a", hours(1));
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(20)), milliseconds(20));
+  clock.Advance(milliseconds(20));
   EXPECT_EQ(GetOrFail(queue), "ns/a");
 }
 
+// The per-key limiter's waits, exactly: 1 ms, 2 ms, then the key is due 2 ms after the second add
+// (the earlier pending add stands: 1 ms).
 TEST(WorkQueue, AddRateLimitedBacksOffAndForgetResets) {
-  WorkQueue queue("test", RealClock(),
+  ManualClock clock;
+  WorkQueue queue("test", clock,
                   std::make_unique<ItemExponentialFailureRateLimiter>(milliseconds(1), seconds(1)));
   queue.AddRateLimited("ns/a");
   queue.AddRateLimited("ns/a");
   EXPECT_EQ(queue.NumRequeues("ns/a"), 2);
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(1)), milliseconds(1));
+  clock.Advance(milliseconds(1));
   EXPECT_EQ(GetOrFail(queue), "ns/a");
+  queue.Done("ns/a");
+  queue.AddRateLimited("ns/a");
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(4)), milliseconds(4));  // the third retry
   queue.Forget("ns/a");
   EXPECT_EQ(queue.NumRequeues("ns/a"), 0);
+  queue.AddRateLimited("ns/b");
+  queue.Forget("ns/b");
+  queue.AddRateLimited("ns/b");
+  EXPECT_EQ(AwaitSleep(clock, milliseconds(1)), milliseconds(1));  // forgotten: 1 ms again
 }
 
 TEST(WorkQueue, ShutDownWakesBlockedGets) {
