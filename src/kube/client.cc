@@ -1,7 +1,6 @@
 #include "kube/client.h"
 
 #include <algorithm>
-#include <thread>
 
 namespace eoc::kube {
 namespace {
@@ -91,12 +90,11 @@ Result<std::optional<WatchEvent>> Watch::Next() {
 }
 
 Client::Client(std::unique_ptr<Transport> transport, const ClientOptions& options,
-               const Clock& clock, Sleeper sleeper)
+               const Clock& clock)
     : transport_(std::move(transport)),
       options_(options),
       limiter_(options.qps, options.burst, clock),
-      sleeper_(sleeper ? std::move(sleeper)
-                       : [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); }) {}
+      wake_(clock) {}
 
 std::unique_ptr<Client> Client::Create(const RestConfig& config, const ClientOptions& options) {
   std::shared_ptr<CredentialSource> credentials = MakeCredentialSource(config, RealClock());
@@ -105,8 +103,10 @@ std::unique_ptr<Client> Client::Create(const RestConfig& config, const ClientOpt
       RealClock());
 }
 
-void Client::Sleep(std::chrono::nanoseconds d) const {
-  if (d > std::chrono::nanoseconds::zero()) sleeper_(d);
+void Client::Sleep(std::chrono::nanoseconds d) {
+  // Not stoppable: a call has no Stop(), and its waits are bounded (a rate-limit turn, and at
+  // most max_retries Retry-Afters of max_retry_after each).
+  wake_.SleepFor(d, [] { return false; });
 }
 
 bool Client::ShouldRetry(const HttpResponse& response, int attempt) {

@@ -75,11 +75,8 @@ class Watch {
 
 class Client {
  public:
-  // Sleeps for a rate-limit or Retry-After wait; injectable so unit tests need not wait.
-  using Sleeper = std::function<void(std::chrono::nanoseconds)>;
-
-  Client(std::unique_ptr<Transport> transport, const ClientOptions& options, const Clock& clock,
-         Sleeper sleeper = nullptr);
+  // Rate-limit and Retry-After waits are on `clock` (a unit test's ManualClock: no real time).
+  Client(std::unique_ptr<Transport> transport, const ClientOptions& options, const Clock& clock);
 
   // The production client for a loaded config (cpprestsdk transport, the system clock).
   static std::unique_ptr<Client> Create(const RestConfig& config, const ClientOptions& options);
@@ -121,12 +118,12 @@ class Client {
   Result<nlohmann::json> CallJson(const HttpRequest& request);
   // Waits for the rate limiter; after a retryable answer, also for its Retry-After.
   bool ShouldRetry(const HttpResponse& response, int attempt);
-  void Sleep(std::chrono::nanoseconds d) const;
+  void Sleep(std::chrono::nanoseconds d);
 
   std::unique_ptr<Transport> transport_;
   const ClientOptions options_;
   TokenBucket limiter_;
-  Sleeper sleeper_;
+  Wakeup wake_;  // the waits above; nothing ends them early
 };
 
 }  // namespace eoc::kube

@@ -3,12 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <future>
+
+#include "clock_steps.h"
 #include "fake_transport.h"
 
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
+using testing::AwaitSleep;
+using testing::CallAdvancing;
 using ::testing::ElementsAre;
 using testing::FakeTransport;
 using ::testing::HasSubstr;
@@ -20,15 +25,19 @@ class ClientTest : public ::testing::Test {
     transport_ = t.get();
     ClientOptions options;
     options.qps = 0;  // no rate limit unless a test sets one
-    client_ = std::make_unique<Client>(std::move(t), options, clock_,
-                                       [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
+    client_ = std::make_unique<Client>(std::move(t), options, clock_);
   }
 
   void MakeClient(const ClientOptions& options) {
     auto t = std::make_unique<FakeTransport>();
     transport_ = t.get();
-    client_ = std::make_unique<Client>(std::move(t), options, clock_,
-                                       [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
+    client_ = std::make_unique<Client>(std::move(t), options, clock_);
+  }
+
+  // GetPath on a thread of its own, the clock moved on over each of its waits (into slept_).
+  Result<nlohmann::json> GetPathAdvancing(const std::string& path) {
+    return CallAdvancing(
+        clock_, [&] { return client_->GetPath(path); }, &slept_);
   }
 
   ManualClock clock_;
@@ -212,7 +221,7 @@ TEST_F(ClientTest, RetriesTooManyRequestsAfterRetryAfter) {
   transport_->Reply(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})", "2");
   transport_->Reply(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})", "1");
   transport_->Reply(200, "{}");
-  ASSERT_TRUE(client_->GetPath("/api"));
+  ASSERT_TRUE(GetPathAdvancing("/api"));
   EXPECT_EQ(transport_->requests.size(), 3U);
   EXPECT_THAT(slept_, ElementsAre(std::chrono::seconds(2), std::chrono::seconds(1)));
 }
@@ -232,7 +241,7 @@ TEST_F(ClientTest, RetriesAreBoundedAndWaitsCapped) {
   o.max_retry_after = std::chrono::seconds(5);
   MakeClient(o);
   for (int i = 0; i < 3; ++i) transport_->Reply(429, "", "3600");
-  auto r = client_->GetPath("/api");
+  auto r = GetPathAdvancing("/api");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().retry_after, std::chrono::seconds(3600));
   EXPECT_EQ(transport_->requests.size(), 3U);
@@ -245,9 +254,29 @@ TEST_F(ClientTest, EveryCallIsRateLimited) {
   o.burst = 2;
   MakeClient(o);
   for (int i = 0; i < 4; ++i) transport_->Reply(200, "{}");
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(client_->GetPath("/api"));
-  // Two from the burst, then one every 100 ms; the clock does not move, so waits queue up.
-  EXPECT_THAT(slept_, ElementsAre(std::chrono::milliseconds(100), std::chrono::milliseconds(200)));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(GetPathAdvancing("/api"));
+  // Two from the burst, then one every 100 ms of the clock.
+  EXPECT_THAT(slept_, ElementsAre(std::chrono::milliseconds(100), std::chrono::milliseconds(100)));
+}
+
+// Waits queue up: calls made together, while the clock stands still, each wait their own turn.
+TEST_F(ClientTest, RateLimitTurnsQueueWhileTheClockStandsStill) {
+  ClientOptions o;
+  o.qps = 10;
+  o.burst = 1;
+  MakeClient(o);
+  for (int i = 0; i < 3; ++i) transport_->Reply(200, "{}");
+  ASSERT_TRUE(client_->GetPath("/api"));  // the burst
+  auto second = std::async(std::launch::async, [&] { return client_->GetPath("/api"); });
+  EXPECT_EQ(AwaitSleep(clock_, std::chrono::milliseconds(100)), std::chrono::milliseconds(100));
+  auto third = std::async(std::launch::async, [&] { return client_->GetPath("/api"); });
+  ASSERT_TRUE(clock_.AwaitSleepers(2));
+  EXPECT_EQ(clock_.NextDeadline(), clock_.Now() + std::chrono::milliseconds(100));
+  clock_.Advance(std::chrono::milliseconds(100));
+  EXPECT_TRUE(second.get());
+  EXPECT_EQ(AwaitSleep(clock_, std::chrono::milliseconds(100)), std::chrono::milliseconds(100));
+  clock_.Advance(std::chrono::milliseconds(100));
+  EXPECT_TRUE(third.get());
 }
 
 TEST_F(ClientTest, WatchStreamsEventsWithBookmarksAndErrors) {

@@ -299,8 +299,7 @@ class EventRecorderTest : public ::testing::Test {
     gate_ = gated.get();
     ClientOptions options;
     options.qps = 0;
-    client_ = std::make_unique<Client>(std::move(gated), options, clock_,
-                                       [](std::chrono::nanoseconds) {});
+    client_ = std::make_unique<Client>(std::move(gated), options, clock_);
   }
 
   std::unique_ptr<EventRecorder> MakeRecorder(EventRecorderOptions options = {}) {

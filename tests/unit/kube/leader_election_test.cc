@@ -36,7 +36,7 @@ struct Fixture : ::testing::Test {
     fake = t.get();
     ClientOptions o;
     o.qps = 0;
-    client = std::make_unique<Client>(std::move(t), o, clock, [](std::chrono::nanoseconds) {});
+    client = std::make_unique<Client>(std::move(t), o, clock);
   }
   std::unique_ptr<LeaderElector> Make(const LeaderCallbacks& cb = {}) {
     return std::make_unique<LeaderElector>(
@@ -161,7 +161,7 @@ TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
   FakeTransport* events = events_transport.get();
   ClientOptions o;
   o.qps = 0;
-  Client events_client(std::move(events_transport), o, clock, [](std::chrono::nanoseconds) {});
+  Client events_client(std::move(events_transport), o, clock);
   EventRecorder recorder(events_client, {},
                          {.clock = &clock, .fence = [&e] { return e.IsLeader(); }});
   const ObjectReference pool{.kind = "InferencePool", .ns = "prod", .name = "web"};
