@@ -5,7 +5,7 @@
 //   Informer<PodView> pods(client, {.resource = resources::kPods}, ToPodView, clock);
 //   pods.AddHandlers({.on_add = [](const PodView& p) { ... }});
 //   pods.Start();
-//   pods.WaitForSync(std::chrono::seconds(30));
+//   pods.WaitForSync(std::chrono::seconds(30));   // on the informer's clock
 //   for (const auto& pod : pods.List()) { ... }
 //   pods.Stop();
 //
@@ -17,7 +17,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "kube/reflector.h"
 
 namespace eoc::kube {
@@ -44,7 +44,9 @@ class Informer final : public ReflectorSink {
   };
 
   Informer(Client& client, ReflectorOptions options, ViewFn to_view, const Clock& clock)
-      : to_view_(std::move(to_view)), reflector_(client, std::move(options), *this, clock) {}
+      : to_view_(std::move(to_view)),
+        sync_wake_(clock),
+        reflector_(client, std::move(options), *this, clock) {}
   ~Informer() override { Stop(); }
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
@@ -58,15 +60,18 @@ class Informer final : public ReflectorSink {
     thread_ = std::thread([this] { reflector_.Run(); });
   }
   void Stop() {
+    stopped_ = true;
+    sync_wake_.Notify();
     reflector_.Stop();
     if (thread_.joinable()) thread_.join();
   }
 
   bool HasSynced() const { return synced_.load(); }
-  // Waits until the first list is in the cache; false on timeout.
+  // Waits until the first list is in the cache; false after `timeout` on the informer's clock, or
+  // once Stop() is called.
   bool WaitForSync(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(sync_mu_);
-    return sync_cv_.wait_for(lock, timeout, [this] { return synced_.load(); });
+    sync_wake_.SleepFor(timeout, [this] { return synced_.load() || stopped_.load(); });
+    return synced_.load();
   }
 
   std::shared_ptr<const View> Get(const std::string& key) const {
@@ -135,10 +140,7 @@ class Informer final : public ReflectorSink {
         Notify([&](const Handlers& h) { Call(h.on_delete, gone); });
       }
     }
-    if (!synced_.exchange(true)) {
-      const std::lock_guard lock(sync_mu_);
-      sync_cv_.notify_all();
-    }
+    if (!synced_.exchange(true)) sync_wake_.Notify();
   }
 
   void Apply(WatchEventType type, nlohmann::json&& object) override {
@@ -231,8 +233,8 @@ class Informer final : public ReflectorSink {
   // The objects left out, with the version reported: the reflector's thread only. Bounded by the
   // collection: an entry leaves when its object is deleted, mapped, or missing from a relist.
   std::unordered_map<std::string, std::string> invalid_versions_;
-  std::mutex sync_mu_;
-  std::condition_variable sync_cv_;
+  std::atomic<bool> stopped_{false};
+  Wakeup sync_wake_;     // WaitForSync: synced, or stopped
   Reflector reflector_;  // last: stopped and destroyed first
   std::thread thread_;
 };

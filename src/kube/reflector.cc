@@ -1,6 +1,7 @@
 #include "kube/reflector.h"
 
 #include <algorithm>
+#include <random>
 
 namespace eoc::kube {
 namespace {
@@ -21,12 +22,19 @@ Reflector::Reflector(Client& client, ReflectorOptions options, ReflectorSink& si
       sink_(sink),
       clock_(clock),
       metrics_(options_.metrics != nullptr ? *options_.metrics : default_metrics_),
-      rng_(std::random_device{}()) {}
+      random_(options_.random ? options_.random : SeededRandom(std::random_device{}())),
+      wake_(clock),
+      backoff_(Policy(options_), random_) {}
+
+BackoffPolicy Reflector::Policy(const ReflectorOptions& options) {
+  // client-go's reflector: 800 ms doubling to 30 s, each wait up to twice its size.
+  return {.initial = options.initial_backoff, .max = options.max_backoff, .factor = 2, .jitter = 1};
+}
 
 void Reflector::Run() {
   while (!stopping()) {
     if (!ListOnce()) {
-      if (!SleepFor(backoff_)) return;
+      if (!SleepFor(wait_)) return;
       continue;
     }
     // Watch, and watch again from the last version each time the server ends a watch; relist
@@ -37,15 +45,17 @@ void Reflector::Run() {
       if (end == WatchEnd::kTimeout) continue;
       break;  // kExpired relists from the last version first; a 410 there relists from ""
     }
-    if (!SleepFor(backoff_)) return;
+    if (!SleepFor(wait_)) return;
   }
 }
 
 void Reflector::Stop() {
-  const std::lock_guard lock(mu_);
-  stop_ = true;
-  if (current_watch_ != nullptr) current_watch_->Stop();
-  wake_.notify_all();
+  {
+    const std::lock_guard lock(mu_);
+    stop_ = true;
+    if (current_watch_ != nullptr) current_watch_->Stop();
+  }
+  wake_.Notify();
 }
 
 std::string Reflector::LastResourceVersion() const {
@@ -59,10 +69,7 @@ void Reflector::SetLastResourceVersion(const std::string& rv) {
   last_rv_ = rv;
 }
 
-bool Reflector::stopping() const {
-  const std::lock_guard lock(mu_);
-  return stop_;
-}
+bool Reflector::stopping() const { return stop_.load(); }
 
 bool Reflector::ListOnce() {
   ListOptions o;
@@ -173,23 +180,20 @@ void Reflector::Failed(const Status& status) {
     reported_stale_ = true;
     metrics_.OnStale(true, failing_for);
   }
-  const bool long_healthy = now - last_failure_ > options_.backoff_reset;
+  // The growth starts over after a healthy period (client-go's backoff manager).
+  if (now - last_failure_ > options_.backoff_reset) backoff_.Reset();
   last_failure_ = now;
-  if (backoff_.count() == 0 || long_healthy) {
-    backoff_ = options_.initial_backoff;
-  } else {
-    backoff_ = std::min(backoff_ * 2, options_.max_backoff);
-  }
-  // The wait to come: the Retry-After of a 429, if longer than the backoff.
-  if (status.retry_after) {
-    backoff_ = std::max<std::chrono::milliseconds>(backoff_, *status.retry_after);
-  }
+  // The wait to come: at least the Retry-After of a 429, when there is one.
+  wait_ = backoff_.NextAtLeast(status.retry_after.value_or(std::chrono::seconds::zero()));
 }
 
 void Reflector::Healthy() {
   const auto now = clock_.Now();
-  // A success ends the wait between attempts; the growth resets only after a healthy period.
-  if (now - last_failure_ > options_.backoff_reset) backoff_ = std::chrono::milliseconds(0);
+  // A success ends the wait between attempts only after a healthy period; so does the growth.
+  if (now - last_failure_ > options_.backoff_reset) {
+    wait_ = std::chrono::nanoseconds::zero();
+    backoff_.Reset();
+  }
   std::chrono::nanoseconds failed_for{0};
   {
     const std::lock_guard lock(mu_);
@@ -204,17 +208,15 @@ void Reflector::Healthy() {
 }
 
 bool Reflector::SleepFor(std::chrono::nanoseconds d) {
-  std::uniform_real_distribution<double> jitter(1.0, 2.0);
-  const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(d * jitter(rng_));
-  std::unique_lock lock(mu_);
-  wake_.wait_for(lock, wait, [this] { return stop_; });
-  return !stop_;
+  return !wake_.SleepFor(d, [this] { return stop_.load(); });
 }
 
 std::chrono::seconds Reflector::WatchTimeout() {
-  std::uniform_int_distribution<std::int64_t> pick(options_.min_watch_timeout.count(),
-                                                   options_.max_watch_timeout.count());
-  return std::chrono::seconds(pick(rng_));
+  // Uniform over the whole seconds from min to max, both included.
+  const std::int64_t low = options_.min_watch_timeout.count();
+  const std::int64_t span = std::max<std::int64_t>(options_.max_watch_timeout.count() - low, 0);
+  const auto extra = static_cast<std::int64_t>(static_cast<double>(span + 1) * random_());
+  return std::chrono::seconds(low + std::min(extra, span));
 }
 
 }  // namespace eoc::kube

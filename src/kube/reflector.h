@@ -11,18 +11,18 @@
 //   r.Stop(); t.join();
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "kube/client.h"
 #include "kube/types.h"
@@ -71,9 +71,12 @@ struct ReflectorOptions {
   std::chrono::seconds max_watch_timeout{600};
   // Backoff between failed attempts: doubles from `initial_backoff` up to `max_backoff`, each
   // wait jittered up to twice its size, and starts over after `backoff_reset` without failures.
+  // A Retry-After from the server is a floor for the wait it comes with. Waits are on the clock.
   std::chrono::milliseconds initial_backoff{800};
   std::chrono::milliseconds max_backoff{30000};
   std::chrono::seconds backoff_reset{120};
+  // The jitter of the backoff and the choice of watch timeouts; empty: seeded at random.
+  Random01 random;
   // Failing this long without a success makes the reflector stale (Stale(), OnStale): its cache
   // may be missing changes. A successful list, watch start or event ends it.
   std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
@@ -89,7 +92,8 @@ class Reflector {
 
   // Lists and watches until Stop(). Blocks; run it on a thread of its own.
   void Run();
-  // From any thread: ends Run() promptly, also from inside a watch or a backoff wait.
+  // From any thread: ends Run() promptly, also from inside a watch or a backoff wait (on any
+  // clock: a ManualClock need not move).
   void Stop();
 
   // The last resourceVersion seen (from a list, an event or a bookmark).
@@ -107,8 +111,9 @@ class Reflector {
   WatchEnd Consume(Watch& watch);
   void Failed(const Status& status);
   void Healthy();
-  // Sleeps for `d` unless Stop() comes first; false when stopped.
+  // Sleeps for `d` on the clock unless Stop() comes first; false when stopped.
   bool SleepFor(std::chrono::nanoseconds d);
+  static BackoffPolicy Policy(const ReflectorOptions& options);
   bool stopping() const;
   std::chrono::seconds WatchTimeout();
   void SetLastResourceVersion(const std::string& rv);
@@ -119,20 +124,23 @@ class Reflector {
   const Clock& clock_;
   ReflectorMetrics default_metrics_;
   ReflectorMetrics& metrics_;
-  std::mt19937_64 rng_;
+  Random01 random_;
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
+  Wakeup wake_;  // the backoff waits: Stop() wakes them
+  std::atomic<bool> stop_{false};
   Watch* current_watch_ = nullptr;  // guarded by mu_, so that Stop() can end it
   std::string last_rv_;             // guarded by mu_
   // Whether the last version is known to be compacted away: the next list then reads from etcd
   // at the newest version ("") instead of at last_rv_.
   bool rv_expired_ = false;
-  std::chrono::milliseconds backoff_{0};
-  std::chrono::steady_clock::time_point last_failure_{};
+  // The reflector's thread only: the backoff, the wait before the next attempt (zero once healthy
+  // for backoff_reset), and when the last failure came.
+  Backoff backoff_;
+  std::chrono::nanoseconds wait_{0};
+  Clock::TimePoint last_failure_{};
   // The first failure since the last success, if the last attempt failed; guarded by mu_.
-  std::optional<std::chrono::steady_clock::time_point> failing_since_;
+  std::optional<Clock::TimePoint> failing_since_;
   bool reported_stale_ = false;  // what OnStale last said; the reflector's thread only
 };
 

@@ -9,6 +9,8 @@
 #include <functional>
 #include <future>
 
+#include "clock_steps.h"
+#include "common/backoff.h"
 #include "common/rfc3339.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
@@ -17,6 +19,8 @@ namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
+using testing::AwaitSleep;
+using testing::CallAdvancing;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
@@ -128,10 +132,12 @@ class ReflectorTest : public ::testing::Test {
     o.ns = "ns";
     o.initial_backoff = std::chrono::milliseconds(1);
     o.max_backoff = std::chrono::milliseconds(2);
+    o.random = [] { return 0.0; };  // no jitter: waits of exactly 1 ms, then 2 ms
     return o;
   }
 
-  // Runs an informer over the script until the script ends; returns what the handlers saw.
+  // Runs an informer over the script until the script ends, moving the clock over each backoff
+  // wait; returns what the handlers saw.
   Seen RunInformer(Informer<PodView>& informer) {
     Seen seen;
     informer.AddHandlers(
@@ -141,7 +147,7 @@ class ReflectorTest : public ::testing::Test {
     std::promise<void> done;
     transport_->on_empty = [&] { done.set_value(); };
     informer.Start();
-    done.get_future().wait();
+    CallAdvancing(clock_, [&] { done.get_future().wait(); });
     informer.Stop();
     return seen;
   }
@@ -318,10 +324,105 @@ TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
   EXPECT_TRUE(stale_before_recovery);
   ASSERT_EQ(hooks.stale_reports.size(), 2U);
   EXPECT_TRUE(hooks.stale_reports[0].first);
-  EXPECT_EQ(hooks.stale_reports[0].second, std::chrono::seconds(61));
+  // The script's 61 s, and the backoff waits of 1 ms and 2 ms between the three failures.
+  EXPECT_EQ(hooks.stale_reports[0].second, std::chrono::seconds(61) + std::chrono::milliseconds(3));
   EXPECT_FALSE(hooks.stale_reports[1].first);
   // The script's end fails the watch, but only just: not stale.
   EXPECT_FALSE(informer.Stale());
+}
+
+StreamResult AnswerWithRetryAfter(int status, const json& body, const char* retry_after) {
+  StreamResult r;
+  r.response = {status, body.dump(), retry_after};
+  return r;
+}
+
+// The backoff on the clock, exactly, with the randomness fixed at 0.5 (each wait 1.5 times its
+// base): 800 ms doubling, a Retry-After as a floor for its own wait only, and a fresh start after
+// 120 s without failures.
+TEST_F(ReflectorTest, BacksOffExactlyAsThePolicySays) {
+  const json failure = {{"kind", "Status"}, {"code", 500}, {"message", "etcd"}};
+  const json busy = {{"kind", "Status"}, {"code", 429}, {"reason", "TooManyRequests"}};
+  transport_->Then([&](const HttpRequest&) { return Answer(500, failure); });
+  transport_->Then([&](const HttpRequest&) { return Answer(500, failure); });
+  transport_->Then([&](const HttpRequest&) { return AnswerWithRetryAfter(429, busy, "10"); });
+  transport_->Then([&](const HttpRequest&) { return Answer(500, failure); });
+  transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
+  transport_->Then([&](const HttpRequest&) {
+    clock_.Advance(std::chrono::seconds(121));  // a watch healthy for 121 s, then broken
+    return Stream({"<broken>"});
+  });
+  // Then the script has run out: the relist fails.
+  ReflectorOptions options = Options();
+  options.initial_backoff = std::chrono::milliseconds(800);
+  options.max_backoff = std::chrono::seconds(30);
+  options.random = [] { return 0.5; };
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  informer.Start();
+  using std::chrono::milliseconds;
+  for (const milliseconds wait : {milliseconds(1200), milliseconds(2400),
+                                  milliseconds(10000),  // Retry-After 10 s over 4.8 s
+                                  milliseconds(9600),   // 6.4 s: the growth went on beneath it
+                                  milliseconds(1200),   // healthy for 120 s: from the start
+                                  milliseconds(2400)}) {
+    ASSERT_EQ(AwaitSleep(clock_, wait), wait);
+    clock_.Advance(wait);
+  }
+  EXPECT_TRUE(informer.HasSynced());
+  informer.Stop();
+}
+
+TEST_F(ReflectorTest, TheWaitsGrowToTheCapJitteredUpToTwice) {
+  ReflectorOptions options = Options();
+  options.initial_backoff = std::chrono::milliseconds(800);
+  options.max_backoff = std::chrono::seconds(30);
+  options.random = [] { return 0.999; };
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);  // every list fails
+  informer.Start();
+  std::chrono::nanoseconds base = std::chrono::milliseconds(800);
+  for (int i = 0; i < 8; ++i) {
+    const auto wait = Jittered(base, 1.0, 0.999);
+    ASSERT_EQ(AwaitSleep(clock_, wait), wait) << i;
+    clock_.Advance(wait);
+    base = std::min<std::chrono::nanoseconds>(base * 2, std::chrono::seconds(30));
+  }
+  informer.Stop();
+}
+
+// Stop() during an hour-long backoff returns at once: the clock need not move.
+TEST_F(ReflectorTest, StopDuringALongBackoffReturnsWithoutTheClockMoving) {
+  ReflectorOptions options = Options();
+  options.initial_backoff = std::chrono::hours(1);
+  options.max_backoff = std::chrono::hours(1);
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);  // the list fails
+  informer.Start();
+  ASSERT_EQ(AwaitSleep(clock_, std::chrono::hours(1)), std::chrono::hours(1));
+  const auto before = clock_.Now();
+  informer.Stop();
+  EXPECT_EQ(clock_.Now(), before);
+  EXPECT_EQ(transport_->paths.size(), 1U);
+}
+
+// WaitForSync times out on the informer's clock, and Stop() ends it early.
+TEST_F(ReflectorTest, WaitForSyncTimesOutOnTheClockAndStopEndsIt) {
+  ReflectorOptions options = Options();
+  options.initial_backoff = std::chrono::hours(1);
+  options.max_backoff = std::chrono::hours(1);
+  Informer<PodView> informer(*client_, options, ToPodView, clock_);  // never synced
+  informer.Start();
+  ASSERT_EQ(AwaitSleep(clock_, std::chrono::hours(1)), std::chrono::hours(1));  // backing off
+  auto waited = std::async(std::launch::async,
+                           [&] { return informer.WaitForSync(std::chrono::seconds(30)); });
+  ASSERT_EQ(AwaitSleep(clock_, std::chrono::seconds(30)), std::chrono::seconds(30));
+  clock_.Advance(std::chrono::seconds(30));
+  EXPECT_FALSE(waited.get());
+  auto stopped =
+      std::async(std::launch::async, [&] { return informer.WaitForSync(std::chrono::hours(24)); });
+  ASSERT_EQ(AwaitSleep(clock_, std::chrono::hours(1) - std::chrono::seconds(30)),
+            std::chrono::hours(1) - std::chrono::seconds(30));  // the earliest: the backoff
+  ASSERT_TRUE(clock_.AwaitSleepers(2));
+  informer.Stop();
+  EXPECT_FALSE(stopped.get());
 }
 
 TEST(PodView, KeepsWhatTheOperatorReads) {
