@@ -63,11 +63,6 @@ void Validate(const LeaderElectionConfig& c) {
           "lease_duration must be at least 1 s (the Lease counts whole seconds)");
 }
 
-std::function<double()> DefaultRandom() {
-  auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
-  return [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
-}
-
 }  // namespace
 
 std::string DefaultLeaderIdentity() { return Hostname() + "_" + RandomHex16(); }
@@ -90,9 +85,9 @@ LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, Leader
       config_(std::move(config)),
       callbacks_(std::move(callbacks)),
       clock_(deps.clock != nullptr ? *deps.clock : RealClock()),
-      sleeper_(std::move(deps.sleeper)),
-      random_(deps.random ? std::move(deps.random) : DefaultRandom()),
-      metrics_(deps.metrics) {
+      random_(deps.random ? std::move(deps.random) : SeededRandom(std::random_device{}())),
+      metrics_(deps.metrics),
+      wake_(clock_) {
   Validate(config_);
   if (config_.identity.empty()) config_.identity = DefaultLeaderIdentity();
 }
@@ -108,10 +103,10 @@ void LeaderElector::Start() {
 
 void LeaderElector::Stop() {
   {
-    const std::lock_guard lock(mu_);
+    const std::lock_guard lock(mu_);  // after a Start() under way, so that it sees the stop
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.Notify();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
@@ -149,7 +144,8 @@ bool LeaderElector::Acquire() {
       SetLeading(true);
       return true;
     }
-    SleepFor(Jittered(config_.retry_period));
+    // client-go's wait.Jitter: retry_period * (1 + jitter_factor * random).
+    SleepFor(Jittered(config_.retry_period, config_.jitter_factor, random_()));
   }
   return false;
 }
@@ -329,24 +325,10 @@ void LeaderElector::ReportLeader() {
   if (callbacks_.on_new_leader) callbacks_.on_new_leader(holder);
 }
 
-bool LeaderElector::Stopping() const {
-  const std::lock_guard lock(mu_);
-  return stopping_;
-}
+bool LeaderElector::Stopping() const { return stopping_.load(); }
 
 void LeaderElector::SleepFor(nanoseconds d) {
-  if (d <= nanoseconds::zero()) return;
-  if (sleeper_) {
-    sleeper_(d);
-    return;
-  }
-  std::unique_lock lock(mu_);
-  wake_.wait_for(lock, d, [this] { return stopping_; });
-}
-
-nanoseconds LeaderElector::Jittered(nanoseconds d) const {
-  const double extra = static_cast<double>(d.count()) * config_.jitter_factor * random_();
-  return d + nanoseconds(static_cast<nanoseconds::rep>(extra));
+  wake_.SleepFor(d, [this] { return stopping_.load(); });
 }
 
 void LeaderElector::Failed(const Status& error) const {

@@ -19,8 +19,8 @@
 // of retrying until its renew deadline.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "kube/client.h"
 #include "kube/status.h"
@@ -91,11 +92,10 @@ LeaseRecord ParseLeaseRecord(const nlohmann::json& lease);
 
 // What a LeaderElector takes from its surroundings; tests inject their own.
 struct LeaderElectorDeps {
-  const Clock* clock = nullptr;  // RealClock() when null
-  // Waits for a duration; when empty, the elector waits on its own condition variable, so that
-  // Stop() wakes it. A test's sleeper may advance a ManualClock and return at once.
-  std::function<void(std::chrono::nanoseconds)> sleeper;
-  std::function<double()> random;            // uniform in [0, 1), for jitter
+  // RealClock() when null. The elector times the Lease and sleeps between tries on it (Stop()
+  // wakes it), so a test drives it with a ManualClock.
+  const Clock* clock = nullptr;
+  Random01 random;                           // for the jitter; empty: seeded at random
   LeaderElectionMetrics* metrics = nullptr;  // none when null
 };
 
@@ -152,15 +152,13 @@ class LeaderElector {
   bool ObservedLeaseValid() const;
   bool Stopping() const;
   void SleepFor(std::chrono::nanoseconds d);
-  std::chrono::nanoseconds Jittered(std::chrono::nanoseconds d) const;
   void Failed(const Status& error) const;
 
   Client& client_;
   LeaderElectionConfig config_;
   LeaderCallbacks callbacks_;
   const Clock& clock_;
-  std::function<void(std::chrono::nanoseconds)> sleeper_;
-  std::function<double()> random_;
+  Random01 random_;
   LeaderElectionMetrics* metrics_;
 
   // The elector thread's own state (TryAcquireOrRenew's bookkeeping).
@@ -171,8 +169,8 @@ class LeaderElector {
   std::string reported_leader_;
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  Wakeup wake_;  // the sleeps between tries: Stop() wakes them
+  std::atomic<bool> stopping_{false};
   bool leading_ = false;
   std::chrono::steady_clock::time_point renewed_at_{};
   std::string leader_;

@@ -20,6 +20,7 @@ using std::chrono::seconds;
 using testing::FakeTransport;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using testing::GatedTransport;
 
 ObjectReference Pool(const std::string& name) {
   return {.kind = "InferencePool",
@@ -225,46 +226,6 @@ TEST(EventJsonTest, HasTheCoreV1Shape) {
 }
 
 // ---- EventRecorder over a scripted transport ----
-
-// Lets a test hold the writer inside a request until it opens the gate.
-class GatedTransport final : public Transport {
- public:
-  explicit GatedTransport(FakeTransport* inner) : inner_(inner) {}
-  HttpResponse Send(const HttpRequest& request) override {
-    std::unique_lock lock(mu_);
-    ++waiting_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-    --waiting_;
-    lock.unlock();
-    return inner_->Send(request);
-  }
-  StreamResult Stream(const HttpRequest& request, std::chrono::milliseconds idle) override {
-    return inner_->Stream(request, idle);
-  }
-  void Close() {
-    const std::lock_guard lock(mu_);
-    open_ = false;
-  }
-  void Open() {
-    {
-      const std::lock_guard lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  void WaitForWaiter() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return waiting_ > 0; });
-  }
-
- private:
-  FakeTransport* inner_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int waiting_ = 0;
-};
 
 struct CountingMetrics final : EventRecorderMetrics {
   void OnEventWritten() override { ++written; }

@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
+#include <atomic>
 
+#include "clock_steps.h"
 #include "fake_transport.h"
 #include "kube/event_recorder.h"
 
@@ -13,7 +13,9 @@ namespace eoc::kube {
 namespace {
 using nlohmann::json;
 using std::chrono::seconds;
+using testing::AwaitSleep;
 using testing::FakeTransport;
+using testing::GatedTransport;
 
 std::string LeaseJson(const std::string& holder, const std::string& renew, int rv,
                       int transitions = 0) {
@@ -38,13 +40,13 @@ struct Fixture : ::testing::Test {
     o.qps = 0;
     client = std::make_unique<Client>(std::move(t), o, clock);
   }
-  std::unique_ptr<LeaderElector> Make(const LeaderCallbacks& cb = {}) {
+  std::unique_ptr<LeaderElector> Make(const LeaderCallbacks& cb = {},
+                                      LeaderElectionConfig config = {}) {
+    config.lease_namespace = "ns";
+    config.lease_name = "l";
+    config.identity = "me";
     return std::make_unique<LeaderElector>(
-        *client, LeaderElectionConfig{.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
-        cb,
-        LeaderElectorDeps{.clock = &clock,
-                          .sleeper = [this](std::chrono::nanoseconds d) { clock.Advance(d); },
-                          .random = [] { return 0.5; }});
+        *client, config, cb, LeaderElectorDeps{.clock = &clock, .random = [] { return 0.5; }});
   }
   ManualClock clock;
   FakeTransport* fake = nullptr;
@@ -102,7 +104,8 @@ TEST_F(Fixture, ConflictIsALostRace) {
   EXPECT_EQ(e->TryAcquireOrRenew(), LeaderElector::Attempt::kFailed);
 }
 
-TEST_F(Fixture, RunLoopWithInjectedSleeper) {
+// The whole loop on the manual clock: the test moves it over each of the elector's sleeps.
+TEST_F(Fixture, RunLoopAcquiresRenewsAndStepsDownAtTheRenewDeadline) {
   std::atomic<int> started{0};
   std::atomic<int> stopped{0};
   auto e =
@@ -112,69 +115,92 @@ TEST_F(Fixture, RunLoopWithInjectedSleeper) {
   fake->Reply(200, LeaseJson("me", "t1", 2));  // optimistic renew
   // then renewals fail: no answers -> transport errors -> stops leading after renew deadline
   e->Start();
-  for (int i = 0; i < 200 && stopped == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto acquired = clock.Now();
+  // Renewals every retry period (2 s); the one at 2 s succeeds, those after it fail, and the
+  // last sleep is cut short to end at the renew deadline, 10 s after the renewal at 2 s.
+  for (const auto wait : {seconds(2), seconds(2), seconds(2), seconds(2), seconds(2), seconds(2)}) {
+    ASSERT_EQ(AwaitSleep(clock, wait), wait);
+    EXPECT_TRUE(e->IsLeader());
+    clock.Advance(wait);
+  }
+  EXPECT_EQ(clock.Now() - acquired, seconds(12));
+  // Back to candidacy: the first try fails (no answer) and waits a jittered retry period.
+  ASSERT_EQ(AwaitSleep(clock, std::chrono::milliseconds(3200)), std::chrono::milliseconds(3200));
+  EXPECT_FALSE(e->IsLeader());
   e->Stop();
   EXPECT_EQ(started, 1);
   EXPECT_EQ(stopped, 1);
 }
 
-// Holds the elector's thread inside its sleep until the test opens it: a renewal that never comes.
-struct StuckSleeper {
-  void Sleep() {
-    std::unique_lock lock(mu);
-    ++entered;
-    cv.notify_all();
-    cv.wait(lock, [this] { return open; });
-  }
-  void WaitEntered() {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [this] { return entered > 0; });
-  }
-  void Open() {
-    {
-      const std::lock_guard lock(mu);
-      open = true;
-    }
-    cv.notify_all();
-  }
-  std::mutex mu;
-  std::condition_variable cv;
-  int entered = 0;
-  bool open = false;
-};
+// A candidate's retry period is jittered as client-go's wait.Jitter: retry_period * (1 +
+// jitter_factor * random), exactly, with the injected randomness.
+TEST_F(Fixture, CandidatesRetryAfterTheJitteredPeriod) {
+  double next_random = 0.5;
+  LeaderElector e(*client, {.lease_namespace = "ns", .lease_name = "l", .identity = "me"}, {},
+                  {.clock = &clock, .random = [&] { return next_random; }});
+  for (int i = 0; i < 3; ++i) fake->Reply(200, LeaseJson("other", "t" + std::to_string(i), 5 + i));
+  e.Start();
+  ASSERT_EQ(AwaitSleep(clock, std::chrono::milliseconds(3200)), std::chrono::milliseconds(3200));
+  next_random = 0;  // read by the elector's next try, after this advance wakes it
+  clock.Advance(std::chrono::milliseconds(3200));
+  ASSERT_EQ(AwaitSleep(clock, seconds(2)), seconds(2));
+  EXPECT_EQ(e.Leader(), "other");
+  e.Stop();
+}
+
+// Stop() ends a long sleep between tries at once, with the clock standing still.
+TEST_F(Fixture, StopDuringALongRetryWaitReturnsWithoutTheClockMoving) {
+  auto e = Make({}, {.lease_duration = std::chrono::hours(10),
+                     .renew_deadline = std::chrono::hours(5),
+                     .retry_period = std::chrono::hours(1)});
+  fake->Reply(200, LeaseJson("other", "t0", 5));
+  e->Start();
+  ASSERT_EQ(AwaitSleep(clock, std::chrono::minutes(96)), std::chrono::minutes(96));  // 1.6 h
+  const auto before = clock.Now();
+  e->Stop();
+  EXPECT_EQ(clock.Now(), before);
+  EXPECT_EQ(fake->requests.size(), 1U);
+}
 
 // A leader-only writer fenced by IsLeader() writes nothing once the last renewal is older than the
-// renew deadline, although the elector's thread (stuck here) has not yet stopped leading.
+// renew deadline, although the elector's thread (stuck in a renewal that never answers) has not
+// yet stopped leading.
 TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
-  StuckSleeper stuck;
-  std::atomic<int> stopped{0};
-  LeaderElector e(*client, {.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
-                  {.on_stopped_leading = [&] { ++stopped; }},
-                  {.clock = &clock,
-                   .sleeper = [&](std::chrono::nanoseconds) { stuck.Sleep(); },
-                   .random = [] { return 0.5; }});
-  fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
-  fake->Reply(201, LeaseJson("me", "t0", 1));
-
-  auto events_transport = std::make_unique<FakeTransport>();
-  FakeTransport* events = events_transport.get();
+  auto lease_fake = std::make_unique<FakeTransport>();
+  FakeTransport* lease = lease_fake.get();
+  auto gated = std::make_unique<GatedTransport>(lease);
+  GatedTransport* gate = gated.get();
   ClientOptions o;
   o.qps = 0;
-  Client events_client(std::move(events_transport), o, clock);
+  Client lease_client(std::move(gated), o, clock);
+  std::atomic<int> stopped{0};
+  LeaderElector e(lease_client, {.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
+                  {.on_stopped_leading = [&] { ++stopped; }},
+                  {.clock = &clock, .random = [] { return 0.5; }});
+  lease->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  lease->Reply(201, LeaseJson("me", "t0", 1));
+
+  // The recorder on a clock of its own, so that only the elector sleeps on `clock`.
+  ManualClock events_clock;
+  auto events_transport = std::make_unique<FakeTransport>();
+  FakeTransport* events = events_transport.get();
+  Client events_client(std::move(events_transport), o, events_clock);
   EventRecorder recorder(events_client, {},
-                         {.clock = &clock, .fence = [&e] { return e.IsLeader(); }});
+                         {.clock = &events_clock, .fence = [&e] { return e.IsLeader(); }});
   const ObjectReference pool{.kind = "InferencePool", .ns = "prod", .name = "web"};
 
   e.Start();
-  stuck.WaitEntered();  // leading, and waiting to renew
+  ASSERT_EQ(AwaitSleep(clock, seconds(2)), seconds(2));  // leading, and waiting to renew
   ASSERT_TRUE(e.IsLeader());
   events->Reply(201, R"({"kind":"Event","metadata":{"name":"web.1","namespace":"prod"}})");
   recorder.Record(pool, EventType::kNormal, "Scaled", "to 3");
   ASSERT_TRUE(recorder.Flush(seconds(10)));
   EXPECT_EQ(events->requests.size(), 1U);
 
-  clock.Advance(seconds(9));
+  gate->Close();
+  clock.Advance(seconds(2));
+  gate->WaitForWaiter();  // the renewal hangs
+  clock.Advance(seconds(7));
   EXPECT_TRUE(e.IsLeader());
   clock.Advance(seconds(1));  // 10 s since the renewal: the deadline
   EXPECT_FALSE(e.IsLeader());
@@ -184,7 +210,7 @@ TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
   EXPECT_EQ(events->requests.size(), 1U);  // nothing more was written
   EXPECT_EQ(recorder.stats().dropped, 1U);
 
-  stuck.Open();
+  gate->Open();  // the renewal fails (no answer), past the deadline: the elector steps down
   e.Stop();
   EXPECT_EQ(stopped, 1);
 }
