@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
+#include <random>
 
 #include "common/rfc3339.h"
 
@@ -213,7 +214,8 @@ EventRecorder::EventRecorder(Client& client, EventRecorderOptions options, Event
       metrics_(deps.metrics),
       fence_(std::move(deps.fence)),
       correlator_(clock_, options_.correlator),
-      random_(std::random_device{}()),
+      wake_(clock_),
+      random_(deps.random ? std::move(deps.random) : SeededRandom(std::random_device{}())),
       thread_([this] { Run(); }) {}
 
 EventRecorder::~EventRecorder() { Stop(); }
@@ -239,7 +241,7 @@ void EventRecorder::Record(const ObjectReference& object, EventType type, std::s
     if (!stopping_ && queue_.size() < options_.queue_capacity) {
       queue_.push_back(std::move(event));
       lock.unlock();
-      wake_.notify_one();
+      wake_.Notify();
       return;
     }
     if (stopping_) refused = EventDropReason::kStopped;
@@ -258,7 +260,7 @@ void EventRecorder::Stop() {
     if (!stopping_) drain_deadline_ = clock_.Now() + options_.drain_timeout;
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.Notify();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -281,8 +283,15 @@ void EventRecorder::Run() {
 }
 
 bool EventRecorder::Next(Event& event) {
-  std::unique_lock lock(mu_);
-  wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+  std::unique_lock lock(mu_, std::defer_lock);
+  for (;;) {
+    // The ticket before looking, so that a Record() or Stop() meanwhile is not missed.
+    const Wakeup::Ticket ticket = wake_.TakeTicket();
+    lock.lock();
+    if (stopping_ || !queue_.empty()) break;
+    lock.unlock();
+    wake_.SleepUntilNotified(Clock::TimePoint::max(), ticket);
+  }
   if (queue_.empty()) return false;
   if (stopping_ && clock_.Now() >= drain_deadline_) {
     const std::size_t left = queue_.size();
@@ -312,13 +321,8 @@ void EventRecorder::WriteWithRetries(const CorrelationResult& result) {
     if (attempt >= options_.max_tries || Stopping()) break;
     // The first wait is randomised, as client-go, so recorders that lost the API server together
     // do not come back in step.
-    auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.retry_delay);
-    if (attempt == 1) {
-      delay = std::chrono::nanoseconds(
-          static_cast<std::int64_t>(static_cast<double>(delay.count()) *
-                                    std::uniform_real_distribution<double>(0.0, 1.0)(random_)));
-    }
-    if (!WaitUnlessStopped(delay)) break;
+    const std::chrono::nanoseconds delay = options_.retry_delay;
+    if (!WaitUnlessStopped(attempt == 1 ? Spread(delay, random_()) : delay)) break;
   }
   Drop(EventDropReason::kWriteFailed);
 }
@@ -388,14 +392,10 @@ void EventRecorder::Drop(EventDropReason reason) {
   if (metrics_ != nullptr) metrics_->OnEventDropped(reason);
 }
 
-bool EventRecorder::Stopping() const {
-  const std::lock_guard lock(mu_);
-  return stopping_;
-}
+bool EventRecorder::Stopping() const { return stopping_.load(); }
 
 bool EventRecorder::WaitUnlessStopped(std::chrono::nanoseconds d) {
-  std::unique_lock lock(mu_);
-  return !wake_.wait_for(lock, d, [this] { return stopping_; });
+  return !wake_.SleepFor(d, [this] { return stopping_.load(); });
 }
 
 }  // namespace eoc::kube

@@ -14,6 +14,7 @@
 // differ; messages are cut to 1 KiB.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -22,7 +23,6 @@
 #include <list>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,6 +30,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "kube/client.h"
 #include "kube/status.h"
@@ -192,7 +193,8 @@ struct EventRecorderOptions {
   std::size_t queue_capacity = 1000;
   std::size_t max_message_bytes = 1024;
   // A write that fails for want of an answer (or a 5xx) is retried, as client-go, up to
-  // `max_tries` in all, `retry_delay` apart (the first wait randomised).
+  // `max_tries` in all, `retry_delay` apart on the clock, the first wait spread at random over
+  // [0, retry_delay) (Spread in common/backoff.h). Stop() ends a wait.
   int max_tries = 12;
   std::chrono::milliseconds retry_delay{std::chrono::seconds(10)};
   // How long Stop() keeps writing what is queued (one try each) before dropping the rest.
@@ -202,6 +204,7 @@ struct EventRecorderOptions {
 
 struct EventRecorderDeps {
   const Clock* clock = nullptr;             // RealClock() when null
+  Random01 random;                          // spreads first retries; empty: seeded at random
   EventRecorderMetrics* metrics = nullptr;  // none when null
   // Asked immediately before each write (and each retry); empty: always write.
   WriteFence fence;
@@ -225,7 +228,8 @@ class EventRecorder {
   // Thread-safe.
   void Record(const ObjectReference& object, EventType type, std::string_view reason,
               std::string_view message);
-  // Waits until everything recorded so far is written or dropped; false on timeout.
+  // Waits until everything recorded so far is written or dropped; false on timeout. The timeout is
+  // real time, not the clock's: only tests and shutdown wait here.
   bool Flush(std::chrono::milliseconds timeout);
   // Writes what is queued (within drain_timeout, one try each), then ends the thread. Record()
   // drops from then on. Safe to call twice.
@@ -244,7 +248,7 @@ class EventRecorder {
   void Written(const CorrelationResult& result, const nlohmann::json& answer, bool patched);
   void Drop(EventDropReason reason);
   bool Stopping() const;
-  // Waits `d`; false when Stop() came first.
+  // Waits `d` on the clock; false when Stop() came first.
   bool WaitUnlessStopped(std::chrono::nanoseconds d);
 
   Client& client_;
@@ -255,14 +259,14 @@ class EventRecorder {
   EventCorrelator correlator_;  // writer thread only
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;  // the writer: work queued, or stop
+  Wakeup wake_;                   // the writer: work queued, or stop, or a retry's time
   std::condition_variable idle_;  // Flush(): the writer went idle
   std::deque<Event> queue_;
   bool busy_ = false;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};  // written under mu_
   std::chrono::steady_clock::time_point drain_deadline_{};
   Stats stats_;
-  std::minstd_rand random_;  // writer thread only: spreads the first retry of each write
+  Random01 random_;  // writer thread only: spreads the first retry of each write
   std::thread thread_;
 };
 

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "clock_steps.h"
 #include "fake_transport.h"
 
 namespace eoc::kube {
@@ -17,10 +18,11 @@ namespace {
 using nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using testing::AwaitSleep;
 using testing::FakeTransport;
+using testing::GatedTransport;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
-using testing::GatedTransport;
 
 ObjectReference Pool(const std::string& name) {
   return {.kind = "InferencePool",
@@ -341,6 +343,39 @@ TEST_F(EventRecorderTest, FailedWritesAreRetriedThenDropped) {
   EXPECT_EQ(recorder->stats().written, 1U);
   EXPECT_EQ(recorder->stats().dropped, 1U);
   EXPECT_EQ(metrics_.errors, 4);
+  EXPECT_EQ(metrics_.Drops(), std::vector<EventDropReason>{EventDropReason::kWriteFailed});
+}
+
+// The waits between tries, on the clock: the first spread by the injected randomness over
+// [0, retry_delay), the others retry_delay each.
+TEST_F(EventRecorderTest, RetriesWaitTheSpreadFirstDelayThenTheFullOneOnTheClock) {
+  for (int i = 0; i < 3; ++i) fake_.Fail(kReasonTimeout, "timed out");
+  fake_.Reply(201, ServerEvent("web.1", 1));
+  EventRecorder recorder(*client_, {.max_tries = 4, .retry_delay = seconds(10)},
+                         {.clock = &clock_, .random = [] { return 0.25; }, .metrics = &metrics_});
+  recorder.Record(Pool("web"), EventType::kNormal, "Scaled", "to 3");
+  for (const auto wait : {std::chrono::milliseconds(2500), std::chrono::milliseconds(10000),
+                          std::chrono::milliseconds(10000)}) {
+    ASSERT_EQ(AwaitSleep(clock_, wait), wait);
+    clock_.Advance(wait);
+  }
+  ASSERT_TRUE(recorder.Flush(seconds(10)));
+  EXPECT_EQ(Requests().size(), 4U);
+  EXPECT_EQ(recorder.stats().written, 1U);
+  EXPECT_EQ(metrics_.errors, 3);
+}
+
+// Stop() in the middle of a long wait between tries ends it at once: the clock never moves.
+TEST_F(EventRecorderTest, StopDuringARetryWaitReturnsWithoutTheClockMoving) {
+  fake_.Fail(kReasonTimeout, "timed out");
+  EventRecorder recorder(*client_, {.retry_delay = std::chrono::hours(1)},
+                         {.clock = &clock_, .random = [] { return 0.5; }, .metrics = &metrics_});
+  recorder.Record(Pool("web"), EventType::kNormal, "Scaled", "to 3");
+  ASSERT_EQ(AwaitSleep(clock_, std::chrono::minutes(30)), std::chrono::minutes(30));
+  const auto before = clock_.Now();
+  recorder.Stop();
+  EXPECT_EQ(clock_.Now(), before);
+  EXPECT_EQ(Requests().size(), 1U);
   EXPECT_EQ(metrics_.Drops(), std::vector<EventDropReason>{EventDropReason::kWriteFailed});
 }
 
