@@ -97,6 +97,9 @@ class ChildProcess {
         Fail(exec, "lost track of the process: " + ErrnoText(err));
       }
       if (SteadyClock::now() >= deadline) return std::nullopt;
+      // Real time on purpose, not a Wakeup on an injected Clock: no one stops this wait (it is
+      // not a loop's sleep but a bounded wait on a real child process, at most limits.timeout),
+      // and only the real clock tells when a real process has had its time.
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(50));
     }
