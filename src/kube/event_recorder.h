@@ -32,6 +32,7 @@
 
 #include "common/clock.h"
 #include "kube/client.h"
+#include "kube/event_sink.h"
 #include "kube/status.h"
 #include "kube/write_fence.h"
 
@@ -207,7 +208,7 @@ struct EventRecorderDeps {
   WriteFence fence;
 };
 
-class EventRecorder {
+class EventRecorder : public EventSink {
  public:
   struct Stats {
     std::uint64_t written = 0;
@@ -224,7 +225,7 @@ class EventRecorder {
   // Queues an event and returns at once; drops it (and counts the drop) when the queue is full.
   // Thread-safe.
   void Record(const ObjectReference& object, EventType type, std::string_view reason,
-              std::string_view message);
+              std::string_view message) override;
   // Waits until everything recorded so far is written or dropped; false on timeout.
   bool Flush(std::chrono::milliseconds timeout);
   // Writes what is queued (within drain_timeout, one try each), then ends the thread. Record()
