@@ -83,8 +83,10 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
       reconciler_(*this, status_client_, recorder, options_.reconcile, clock, pool_metrics),
       controller_hooks_(std::make_unique<LoggingControllerHooks>(
           kube_metrics != nullptr ? &kube_metrics->Controller(kControllerName) : nullptr)),
+      // The caches are asked every 50 ms until synced, as before the Controller took over.
       controller_(
-          kControllerName, reconciler_, {.workers = options_.workers},
+          kControllerName, reconciler_,
+          {.workers = options_.workers, .sync_poll_period = std::chrono::milliseconds(50)},
           {.clock = &clock,
            .queue_metrics =
                kube_metrics != nullptr ? &kube_metrics->WorkQueue(kControllerName) : nullptr,

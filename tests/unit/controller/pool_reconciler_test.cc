@@ -156,6 +156,14 @@ class PoolReconcilerTest : public ::testing::Test {
     store_.PutPool(pool);
   }
 
+  // The pool with one ready worker, published and seen back by the informer.
+  void PublishOneWorker() {
+    store_.PutPool(PoolJson("7"));
+    store_.AddPod(Pod("chat-a", "10.0.0.1"));
+    ReconcileOk();
+    SeeLastWrite();
+  }
+
   api::InferencePoolStatus LastWritten() const {
     return api::ParseStatus(client_.writes.back().at("status"));
   }
@@ -203,10 +211,7 @@ TEST_F(PoolReconcilerTest, PublishesTheWorkersOnceAndNotAgainWhenUnchanged) {
 }
 
 TEST_F(PoolReconcilerTest, AChangeInsideTheMinPublishIntervalWaitsForTheRest) {
-  store_.PutPool(PoolJson("7"));
-  store_.AddPod(Pod("chat-a", "10.0.0.1"));
-  ReconcileOk();
-  SeeLastWrite();
+  PublishOneWorker();
 
   clock_.Advance(milliseconds(300));
   store_.AddPod(Pod("chat-b", "10.0.0.2"));
@@ -273,10 +278,7 @@ TEST_F(PoolReconcilerTest, NothingIsWrittenWhileTheFenceSaysNoOrWhenNotLeading) 
 }
 
 TEST_F(PoolReconcilerTest, AnInvalidSpecIsReportedAndKeepsTheLastWorkers) {
-  store_.PutPool(PoolJson("7"));
-  store_.AddPod(Pod("chat-a", "10.0.0.1"));
-  ReconcileOk();
-  SeeLastWrite();
+  PublishOneWorker();
   ASSERT_EQ(WorkerCount(), 1U);
 
   // An edit empties the selector: refused, reported, and the pool keeps serving its worker.
