@@ -52,8 +52,8 @@ void Controller::Stop() {
 
 void Controller::Run(const std::vector<SyncedCheck>& synced) {
   if (!WaitForCacheSync(synced)) return;
-  for (int i = 0; i < workers_count_; ++i) workers_.emplace_back([this] { RunWorker(); });
   started_ = true;
+  for (int i = 0; i < workers_count_; ++i) workers_.emplace_back([this] { RunWorker(); });
   for (auto& worker : workers_) worker.join();
 }
 

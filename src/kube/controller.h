@@ -109,7 +109,7 @@ class Controller {
   // Once. Waits, on a thread of its own, until every check holds (polled every
   // sync_poll_period on the clock), then starts the workers. Keys added meanwhile wait.
   void Start(std::vector<SyncedCheck> synced);
-  // Every check held and the workers have started.
+  // Every check held: the workers are started (or starting).
   bool Started() const { return started_.load(); }
   // Ends the sync wait at once, shuts the queue down (keys waiting are dropped), and joins the
   // workers once their reconciles in progress return. Safe to call twice.
