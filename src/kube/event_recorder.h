@@ -218,7 +218,7 @@ class EventRecorder : public EventSink {
 
   // `client` must outlive the recorder. Starts the writer thread.
   EventRecorder(Client& client, EventRecorderOptions options = {}, EventRecorderDeps deps = {});
-  ~EventRecorder();  // Stop()
+  ~EventRecorder() override;  // Stop()
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;
 
