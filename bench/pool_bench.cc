@@ -138,7 +138,9 @@ int main(int argc, char** argv) {
   controller::PoolMetrics metrics(registry);
   controller::PoolController pools(
       *controller_client, recorder,
-      {.namespaces = {ns}, .workers = 0, .min_publish_interval = std::chrono::milliseconds(0)},
+      {.namespaces = {ns},
+       .workers = 0,
+       .reconcile = {.min_publish_interval = std::chrono::milliseconds(0)}},
       eoc::RealClock(), nullptr, &metrics);
   pools.Start();
   pools.SetLeading(true);

@@ -16,6 +16,12 @@ prometheus::Histogram::BucketBoundaries DurationBuckets() {
   return {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300, 1000};
 }
 
+prometheus::Histogram::BucketBoundaries ReconcileBuckets() {
+  // 100 us to about 50 s: a reconcile is a cache read and at most a few API calls.
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   25,    50};
+}
+
 }  // namespace
 
 class KubeMetrics::ReflectorAdapter final : public kube::ReflectorMetrics {
@@ -99,6 +105,36 @@ class KubeMetrics::LeaderAdapter final : public kube::LeaderElectionMetrics {
   prometheus::Counter& errors_;
 };
 
+class KubeMetrics::ControllerAdapter final : public kube::ControllerMetrics {
+ public:
+  ControllerAdapter(KubeMetrics& m, const std::string& name)
+      : success_(m.reconciles_.Add({{"controller", name}, {"result", "success"}})),
+        error_(m.reconciles_.Add({{"controller", name}, {"result", "error"}})),
+        requeue_(m.reconciles_.Add({{"controller", name}, {"result", "requeue"}})),
+        duration_(m.reconcile_duration_.Add({{"controller", name}}, ReconcileBuckets())) {}
+
+  void OnReconcile(kube::ReconcileOutcome outcome, std::chrono::nanoseconds took) override {
+    switch (outcome) {
+      case kube::ReconcileOutcome::kSuccess:
+        success_.Increment();
+        break;
+      case kube::ReconcileOutcome::kError:
+        error_.Increment();
+        break;
+      case kube::ReconcileOutcome::kRequeue:
+        requeue_.Increment();
+        break;
+    }
+    duration_.Observe(Seconds(took));
+  }
+
+ private:
+  prometheus::Counter& success_;
+  prometheus::Counter& error_;
+  prometheus::Counter& requeue_;
+  prometheus::Histogram& duration_;
+};
+
 KubeMetrics::KubeMetrics(prometheus::Registry& r)
     : lists_(BuildCounter()
                  .Name("eoc_reflector_lists_total")
@@ -153,7 +189,15 @@ KubeMetrics::KubeMetrics(prometheus::Registry& r)
       lease_errors_(BuildCounter()
                         .Name("eoc_leader_election_errors_total")
                         .Help("Failed reads and writes of the Lease.")
-                        .Register(r)) {}
+                        .Register(r)),
+      reconciles_(BuildCounter()
+                      .Name("eoc_reconcile_total")
+                      .Help("Reconciles of a controller, by result (success, error, requeue).")
+                      .Register(r)),
+      reconcile_duration_(BuildHistogram()
+                              .Name("eoc_reconcile_duration_seconds")
+                              .Help("Time one reconcile took, API calls included.")
+                              .Register(r)) {}
 
 KubeMetrics::~KubeMetrics() = default;
 
@@ -178,6 +222,11 @@ kube::WorkQueueMetrics& KubeMetrics::WorkQueue(const std::string& name) {
 kube::LeaderElectionMetrics& KubeMetrics::Leader(const std::string& lease) {
   const std::lock_guard lock(mu_);
   return FindOrAdd(leaders_, lease, *this);
+}
+
+kube::ControllerMetrics& KubeMetrics::Controller(const std::string& name) {
+  const std::lock_guard lock(mu_);
+  return FindOrAdd(controllers_, name, *this);
 }
 
 }  // namespace eoc::controller

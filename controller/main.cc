@@ -86,7 +86,7 @@ int Run(const Flags& flags) {
       *client, recorder,
       {.namespaces = flags.namespaces,
        .workers = flags.reconcile_workers,
-       .fence = fence,
+       .reconcile = {.fence = fence},
        .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds)},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });

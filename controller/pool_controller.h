@@ -1,7 +1,7 @@
-// The InferencePool controller: informers over InferencePools, worker Pods and Nodes, a work
-// queue of pool keys, and the reconcile that turns a pool into its set of workers and publishes
-// its status (leader only). Pod and Node changes map to the pools they touch; each pool is
-// reconciled by one worker at a time.
+// The InferencePool controller: informers over InferencePools, worker Pods and Nodes, the event
+// mapping that turns their changes into pool keys, and a kube::Controller that runs the
+// PoolReconciler (controller/pool_reconciler.h) over those keys: each pool is reconciled by one
+// worker at a time, retried with backoff after an error, and again when the reconciler asks.
 //
 //   PoolController pools(*client, recorder, {.namespaces = {"prod"}}, RealClock(),
 //                        &kube_metrics, &pool_metrics);
@@ -15,64 +15,44 @@
 // per pool, retrying on a conflict with a fresh read.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
-#include "api/inference_pool.h"
 #include "common/clock.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_metrics.h"
+#include "controller/pool_reconciler.h"
 #include "controller/workers.h"
 #include "kube/client.h"
+#include "kube/controller.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/node_view.h"
 #include "kube/pod_view.h"
-#include "kube/work_queue.h"
-#include "kube/write_fence.h"
 
 namespace eoc::controller {
-
-inline const kube::ResourceRef kInferencePools{std::string(api::kGroup), std::string(api::kVersion),
-                                               std::string(api::kPlural)};
-
-// What the pool informer keeps of an InferencePool.
-struct PoolObject {
-  api::InferencePool pool;
-  std::string resource_version;
-};
-PoolObject ToPoolObject(const nlohmann::json& object);
 
 struct PoolControllerOptions {
   // Namespaces whose pools and pods are watched; empty: all.
   std::vector<std::string> namespaces;
   // Reconcile workers; 0 runs none (a benchmark or test then calls Reconcile() itself).
   int workers = 2;
-  // A pool's status is written at most this often; a change inside it waits for the rest.
-  std::chrono::milliseconds min_publish_interval{1000};
-  // Attempts to write a status that meets a conflict, each after a fresh read.
-  int max_conflict_attempts = 5;
-  // Asked immediately before each status write: the Lease must be held at that moment, not only
-  // when the reconcile began (the recorder has a fence of its own for Events). Empty: always.
-  kube::WriteFence fence;
+  // The status writes: how often, how many conflicts, and the write fence.
+  PoolReconcilerOptions reconcile;
   // An informer failing this long without a success is stale (logged, in a metric and /readyz).
   std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
 };
 
-class PoolController {
+// Also the reconciler's PoolStore: reads across the informers of every watched namespace.
+class PoolController final : public PoolStore {
  public:
   // `kube_metrics` and `pool_metrics` may be null (no metrics); `recorder` and `client` must
   // outlive the controller.
   PoolController(kube::Client& client, kube::EventRecorder& recorder, PoolControllerOptions options,
                  const Clock& clock, KubeMetrics* kube_metrics, PoolMetrics* pool_metrics);
-  ~PoolController();  // Stop()s
+  ~PoolController() override;  // Stop()s
   PoolController(const PoolController&) = delete;
   PoolController& operator=(const PoolController&) = delete;
   PoolController(PoolController&&) = delete;
@@ -96,55 +76,39 @@ class PoolController {
 
   // A pool's current workers ("namespace/name"), sorted by pod name; nullptr for a pool that is
   // not known or not yet reconciled.
-  std::shared_ptr<const std::vector<Worker>> Workers(const std::string& pool_key) const;
+  std::shared_ptr<const std::vector<Worker>> Workers(const std::string& pool_key) const {
+    return reconciler_.Workers(pool_key);
+  }
 
-  // Reconciles one pool now, on the calling thread (the workers call this; so may tests).
-  ReconcileResult Reconcile(const std::string& key);
+  // Reconciles one pool now, on the calling thread, without the queue's retry rules (for tests
+  // and benchmarks that run no workers).
+  kube::Result<kube::ReconcileResult> Reconcile(const std::string& key) {
+    return reconciler_.Reconcile(key);
+  }
+
+  // PoolStore.
+  std::shared_ptr<const PoolObject> GetPool(const std::string& key) const override;
+  std::vector<std::shared_ptr<const PoolObject>> ListPools() const override;
+  std::vector<std::shared_ptr<const kube::PodView>> ListPods() const override;
+  std::shared_ptr<const kube::NodeView> GetNode(const std::string& name) const override;
 
  private:
-  struct PoolRecord {
-    std::shared_ptr<const std::vector<Worker>> workers;
-    std::chrono::steady_clock::time_point last_write{};
-    std::unordered_map<std::string, std::string> annotation_errors;  // reported: pod -> error
-  };
-
   void AddHandlers();
   void EnqueuePoolsSelecting(const kube::PodView& pod);
   void EnqueuePoolsOnNode(const std::string& node);
   void EnqueueAll();
-  void RunWorker();
-  bool WaitUntilSynced();
 
-  std::shared_ptr<const PoolObject> GetPool(const std::string& key) const;
-  std::vector<std::shared_ptr<const PoolObject>> ListPools() const;
-  std::vector<std::shared_ptr<const kube::PodView>> ListPods() const;
-  std::vector<Worker> SelectWorkers(const api::InferencePool& pool) const;
-
-  // Writes `pool`'s status if it differs; on a conflict reads the pool again and recomputes.
-  ReconcileResult Publish(const PoolObject& object, const std::vector<Worker>& workers);
-  void RecordSpecEvents(const api::InferencePool& pool, const api::InferencePoolStatus& written);
-  void RecordAnnotationErrors(const api::InferencePool& pool, const std::vector<Worker>& workers,
-                              PoolRecord& record);
-  kube::ObjectReference Reference(const api::InferencePool& pool) const;
-
-  kube::Client& client_;
-  kube::EventRecorder& recorder_;
   const PoolControllerOptions options_;
-  const Clock& clock_;
-  PoolMetrics* const metrics_;
-  std::atomic<bool> leading_{false};
-  std::atomic<bool> stopping_{false};
-
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, PoolRecord> records_;  // by pool key; guarded by mu_
-
-  kube::WorkQueue queue_;
+  KubePoolClient status_client_;
+  PoolReconciler reconciler_;
   // Reflector hooks that log failed lists and watches, then count them; before the informers.
   std::vector<std::unique_ptr<kube::ReflectorMetrics>> reflector_hooks_;
   std::vector<std::unique_ptr<kube::Informer<PoolObject>>> pools_;
   std::vector<std::unique_ptr<kube::Informer<kube::PodView>>> pods_;
   std::unique_ptr<kube::Informer<kube::NodeView>> nodes_;
-  std::vector<std::thread> workers_;
+  // Logs a reconcile that threw, then counts every reconcile.
+  std::unique_ptr<kube::ControllerMetrics> controller_hooks_;
+  kube::Controller controller_;  // last: its workers stop before what they use goes
 };
 
 }  // namespace eoc::controller

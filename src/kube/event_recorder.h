@@ -33,6 +33,7 @@
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "kube/client.h"
+#include "kube/event_sink.h"
 #include "kube/status.h"
 #include "kube/write_fence.h"
 
@@ -210,7 +211,7 @@ struct EventRecorderDeps {
   WriteFence fence;
 };
 
-class EventRecorder {
+class EventRecorder : public EventSink {
  public:
   struct Stats {
     std::uint64_t written = 0;
@@ -220,14 +221,14 @@ class EventRecorder {
 
   // `client` must outlive the recorder. Starts the writer thread.
   EventRecorder(Client& client, EventRecorderOptions options = {}, EventRecorderDeps deps = {});
-  ~EventRecorder();  // Stop()
+  ~EventRecorder() override;  // Stop()
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;
 
   // Queues an event and returns at once; drops it (and counts the drop) when the queue is full.
   // Thread-safe.
   void Record(const ObjectReference& object, EventType type, std::string_view reason,
-              std::string_view message);
+              std::string_view message) override;
   // Waits until everything recorded so far is written or dropped; false on timeout. The timeout is
   // real time, not the clock's: only tests and shutdown wait here.
   bool Flush(std::chrono::milliseconds timeout);

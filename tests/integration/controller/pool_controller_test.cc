@@ -190,10 +190,11 @@ TEST_F(PoolControllerTest, NoStatusIsWrittenWhileTheFenceSaysNo) {
   pools_->Stop();
   pools_.reset();
   std::atomic<bool> holds_lease{false};
-  PoolController fenced(
-      *controller_client_, *recorder_,
-      {.namespaces = {ns_}, .workers = 0, .fence = [&holds_lease] { return holds_lease.load(); }},
-      RealClock(), nullptr, nullptr);
+  PoolController fenced(*controller_client_, *recorder_,
+                        {.namespaces = {ns_},
+                         .workers = 0,
+                         .reconcile = {.fence = [&holds_lease] { return holds_lease.load(); }}},
+                        RealClock(), nullptr, nullptr);
   fenced.Start();
   fenced.SetLeading(true);
   ASSERT_TRUE(testing::Eventually([&] { return fenced.HasSynced(); }, kPatience));
@@ -204,7 +205,7 @@ TEST_F(PoolControllerTest, NoStatusIsWrittenWhileTheFenceSaysNo) {
   // It sees the pool and its ready worker, and writes nothing.
   ASSERT_TRUE(testing::Eventually(
       [&] {
-        EXPECT_EQ(fenced.Reconcile(key), ReconcileResult::kSuccess);
+        EXPECT_EQ(kube::OutcomeOf(fenced.Reconcile(key)), kube::ReconcileOutcome::kSuccess);
         const auto workers = fenced.Workers(key);
         return workers != nullptr && workers->size() == 1;
       },
@@ -214,7 +215,7 @@ TEST_F(PoolControllerTest, NoStatusIsWrittenWhileTheFenceSaysNo) {
   EXPECT_FALSE(unwritten->contains("status")) << unwritten->dump();
 
   holds_lease = true;
-  EXPECT_EQ(fenced.Reconcile(key), ReconcileResult::kSuccess);
+  EXPECT_EQ(kube::OutcomeOf(fenced.Reconcile(key)), kube::ReconcileOutcome::kSuccess);
   EXPECT_EQ(Status("fenced").ready_workers, 1);
   fenced.Stop();
 }

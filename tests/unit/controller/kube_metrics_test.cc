@@ -14,7 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(KubeMetrics, WorkQueueReflectorAndLeaderFamilies) {
+TEST(KubeMetrics, WorkQueueReflectorLeaderAndControllerFamilies) {
   telemetry::Metrics metrics;
   KubeMetrics kube(metrics.registry());
 
@@ -36,6 +36,11 @@ TEST(KubeMetrics, WorkQueueReflectorAndLeaderFamilies) {
 
   kube.Leader("eoc-operator").OnLeadershipChanged(true);
 
+  kube::ControllerMetrics& pools = kube.Controller("inferencepool");
+  pools.OnReconcile(kube::ReconcileOutcome::kSuccess, std::chrono::milliseconds(3));
+  pools.OnReconcile(kube::ReconcileOutcome::kRequeue, std::chrono::milliseconds(1));
+  EXPECT_EQ(&kube.Controller("inferencepool"), &pools);
+
   const std::string text = metrics.Serialize();
   EXPECT_THAT(text, HasSubstr("eoc_workqueue_adds_total{name=\"pools\"} 2"));
   EXPECT_THAT(text, HasSubstr("eoc_workqueue_retries_total{name=\"pools\"} 1"));
@@ -47,6 +52,15 @@ TEST(KubeMetrics, WorkQueueReflectorAndLeaderFamilies) {
   EXPECT_THAT(text, HasSubstr("eoc_reflector_events_total{resource=\"pods\",type=\"MODIFIED\"} 1"));
   EXPECT_THAT(text, HasSubstr("eoc_reflector_errors_total{resource=\"pods\"} 1"));
   EXPECT_THAT(text, HasSubstr("eoc_leader_election_leading{lease=\"eoc-operator\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("eoc_reconcile_total{controller=\"inferencepool\",result=\"success\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("eoc_reconcile_total{controller=\"inferencepool\",result=\"requeue\"} 1"));
+  // Every result is there from the start, at zero.
+  EXPECT_THAT(text,
+              HasSubstr("eoc_reconcile_total{controller=\"inferencepool\",result=\"error\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("eoc_reconcile_duration_seconds_count{controller=\"inferencepool\"} 2"));
 
   testing::TempDir dir;
   const std::string file = dir.Write("metrics.txt", text);

@@ -1,0 +1,223 @@
+#include "controller/pool_reconciler.h"
+
+#include <algorithm>
+
+#include "common/rfc3339.h"
+#include "controller/pool_status.h"
+#include "telemetry/logging.h"
+
+namespace eoc::controller {
+namespace {
+
+const api::Condition* SpecValid(const api::InferencePoolStatus& status) {
+  return api::FindCondition(status.conditions, api::kConditionSpecValid);
+}
+
+kube::ObjectReference Reference(const api::InferencePool& pool) {
+  return {.kind = std::string(api::kKind),
+          .ns = pool.ns,
+          .name = pool.name,
+          .uid = pool.uid,
+          .api_version = std::string(api::kApiVersion)};
+}
+
+kube::ReconcileResult Done() { return {}; }
+
+}  // namespace
+
+std::string PoolKey(const api::InferencePool& pool) { return pool.ns + "/" + pool.name; }
+
+const telemetry::Logger& PoolLog() {
+  static const telemetry::Logger log("inferencepool");
+  return log;
+}
+
+PoolObject ToPoolObject(const nlohmann::json& object) {
+  PoolObject out{.pool = api::ParseInferencePool(object)};
+  const auto& meta = object.at("metadata");
+  out.resource_version = meta.value("resourceVersion", std::string());
+  return out;
+}
+
+kube::Result<nlohmann::json> KubePoolClient::UpdateStatus(const nlohmann::json& pool) {
+  return client_.Update(kInferencePools, pool.at("metadata").value("namespace", std::string()),
+                        pool, "status");
+}
+
+kube::Result<nlohmann::json> KubePoolClient::GetPool(const std::string& ns,
+                                                     const std::string& name) {
+  return client_.Get(kInferencePools, ns, name);
+}
+
+PoolReconciler::PoolReconciler(const PoolStore& store, PoolClient& client, kube::EventSink& events,
+                               PoolReconcilerOptions options, const Clock& clock,
+                               PoolMetrics* metrics)
+    : store_(store),
+      client_(client),
+      events_(events),
+      options_(std::move(options)),
+      clock_(clock),
+      metrics_(metrics) {}
+
+std::shared_ptr<const std::vector<Worker>> PoolReconciler::Workers(
+    const std::string& pool_key) const {
+  const std::lock_guard lock(mu_);
+  const auto it = records_.find(pool_key);
+  return it == records_.end() ? nullptr : it->second.workers;
+}
+
+std::vector<std::string> PoolReconciler::PoolsOnNode(const std::string& node) const {
+  std::vector<std::string> keys;
+  const std::lock_guard lock(mu_);
+  for (const auto& [key, record] : records_) {
+    if (record.workers == nullptr) continue;
+    const auto& ws = *record.workers;
+    if (std::any_of(ws.begin(), ws.end(), [&](const Worker& w) { return w.node == node; })) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
+// A deleted pool: stop serving it and forget it; its workload is left alone.
+void PoolReconciler::Forget(const std::string& key) {
+  bool known = false;
+  {
+    const std::lock_guard lock(mu_);
+    known = records_.erase(key) > 0;
+  }
+  if (!known) return;
+  const auto slash = key.find('/');
+  if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
+  PoolLog().Info("pool deleted", {{"pool", key}});
+}
+
+kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string& key) {
+  const auto object = store_.GetPool(key);
+  if (object == nullptr) {
+    Forget(key);
+    return Done();
+  }
+  const api::InferencePool& pool = object->pool;
+  std::shared_ptr<const std::vector<Worker>> workers;
+  {
+    const std::lock_guard lock(mu_);
+    workers = records_[key].workers;
+  }
+  // An invalid spec is not acted on: the pool keeps the workers it had, so picks go on.
+  if (pool.errors.empty() || workers == nullptr) {
+    auto selected =
+        pool.errors.empty()
+            ? SelectWorkers(pool, store_.ListPods(),
+                            [this](const std::string& node) { return store_.GetNode(node); })
+            : std::vector<Worker>{};
+    if (workers == nullptr || *workers != selected) {
+      workers = std::make_shared<const std::vector<Worker>>(std::move(selected));
+      const std::lock_guard lock(mu_);
+      records_[key].workers = workers;
+    }
+  }
+  if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->size());
+  if (!leading_.load()) return Done();
+  {
+    const std::lock_guard lock(mu_);
+    RecordAnnotationErrors(pool, *workers, records_[key]);
+  }
+  return Publish(*object, *workers);
+}
+
+void PoolReconciler::StatusWritten(StatusWrite outcome) {
+  if (metrics_ != nullptr) metrics_->StatusWritten(outcome);
+}
+
+kube::Result<kube::ReconcileResult> PoolReconciler::Publish(const PoolObject& object,
+                                                            const std::vector<Worker>& workers) {
+  const std::string key = PoolKey(object.pool);
+  PoolObject current = object;
+  kube::Status conflict;
+  for (int attempt = 0; attempt < std::max(1, options_.max_conflict_attempts); ++attempt) {
+    const std::string now = FormatRfc3339(clock_.WallNow());
+    api::InferencePoolStatus next = DesiredStatus(current.pool, workers, now);
+    if (next == current.pool.status) return Done();
+    {  // at most one write per interval per pool: a change inside it waits for the rest
+      const std::lock_guard lock(mu_);
+      const auto since = clock_.Now() - records_[key].last_write;
+      if (since < options_.min_publish_interval) {
+        return kube::ReconcileResult{.requeue_after = options_.min_publish_interval - since};
+      }
+    }
+    const nlohmann::json body = {{"apiVersion", api::kApiVersion},
+                                 {"kind", api::kKind},
+                                 {"metadata",
+                                  {{"name", current.pool.name},
+                                   {"namespace", current.pool.ns},
+                                   {"resourceVersion", current.resource_version}}},
+                                 {"status", api::ToJson(next)}};
+    if (!kube::MayWrite(options_.fence)) {
+      StatusWritten(StatusWrite::kNotLeader);
+      return Done();  // a leader again reconciles every pool
+    }
+    auto written = client_.UpdateStatus(body);
+    if (written) {
+      StatusWritten(StatusWrite::kWritten);
+      {
+        const std::lock_guard lock(mu_);
+        records_[key].last_write = clock_.Now();
+      }
+      RecordSpecEvents(current.pool, next);
+      return Done();
+    }
+    const kube::Status& error = written.error();
+    if (error.IsNotFound()) return Done();  // deleted meanwhile
+    if (!error.IsConflict()) {
+      StatusWritten(StatusWrite::kError);
+      PoolLog().Warn("status write failed", {{"pool", key}, {"error", error.ToString()}});
+      return error;
+    }
+    StatusWritten(StatusWrite::kConflict);
+    conflict = error;
+    auto fresh = client_.GetPool(current.pool.ns, current.pool.name);
+    if (!fresh) {
+      if (fresh.error().IsNotFound()) return Done();
+      PoolLog().Warn("pool read failed", {{"pool", key}, {"error", fresh.error().ToString()}});
+      return fresh.error();
+    }
+    current = ToPoolObject(*fresh);
+  }
+  PoolLog().Warn("status write kept conflicting", {{"pool", key}});
+  return conflict;
+}
+
+void PoolReconciler::RecordSpecEvents(const api::InferencePool& pool,
+                                      const api::InferencePoolStatus& written) {
+  const api::Condition* before = SpecValid(pool.status);
+  const api::Condition* after = SpecValid(written);
+  if (after == nullptr) return;
+  if (after->status == "False" &&
+      (before == nullptr || before->status != "False" || before->message != after->message)) {
+    events_.Record(Reference(pool), kube::EventType::kWarning, reasons::kSpecInvalid,
+                   after->message);
+    PoolLog().Warn("invalid spec", {{"pool", PoolKey(pool)}, {"error", after->message}});
+  } else if (after->status == "True" && before != nullptr && before->status == "False") {
+    events_.Record(Reference(pool), kube::EventType::kNormal, reasons::kSpecValid,
+                   "the spec is valid again");
+  }
+}
+
+void PoolReconciler::RecordAnnotationErrors(const api::InferencePool& pool,
+                                            const std::vector<Worker>& workers,
+                                            PoolRecord& record) {
+  std::unordered_map<std::string, std::string> now;
+  for (const auto& w : workers) {
+    if (w.annotation_error.empty()) continue;
+    const auto it = record.annotation_errors.find(w.pod);
+    if (it == record.annotation_errors.end() || it->second != w.annotation_error) {
+      events_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation",
+                     "pod " + w.pod + ": " + w.annotation_error);
+    }
+    now.emplace(w.pod, w.annotation_error);
+  }
+  record.annotation_errors = std::move(now);
+}
+
+}  // namespace eoc::controller

@@ -1,0 +1,337 @@
+// The InferencePool reconcile against fakes of its three seams: the caches (PoolStore), the API
+// calls (PoolClient: the status write and the fresh read after a conflict) and the Events
+// (kube::EventSink), on a ManualClock.
+#include "controller/pool_reconciler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "controller/pool_status.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+constexpr const char* kKey = "prod/chat";
+
+json PoolJson(const std::string& resource_version,
+              json selector = {{"matchLabels", {{"app", "chat"}}}}) {
+  return {{"apiVersion", "eoc.dev/v1alpha1"},
+          {"kind", "InferencePool"},
+          {"metadata",
+           {{"name", "chat"},
+            {"namespace", "prod"},
+            {"uid", "uid-chat"},
+            {"generation", 1},
+            {"resourceVersion", resource_version}}},
+          {"spec", {{"selector", std::move(selector)}, {"targetPort", 8000}}}};
+}
+
+std::shared_ptr<const kube::PodView> Pod(const std::string& name, const std::string& ip) {
+  kube::PodView pod;
+  pod.ns = "prod";
+  pod.name = name;
+  pod.pod_ip = ip;
+  pod.node_name = "node-a";
+  pod.labels = {{"app", "chat"}};
+  pod.phase = kube::PodPhase::kRunning;
+  pod.ready = true;
+  return std::make_shared<const kube::PodView>(std::move(pod));
+}
+
+class FakeStore final : public PoolStore {
+ public:
+  std::shared_ptr<const PoolObject> GetPool(const std::string& key) const override {
+    const std::lock_guard lock(mu_);
+    const auto it = pools_.find(key);
+    return it == pools_.end() ? nullptr : it->second;
+  }
+  std::vector<std::shared_ptr<const PoolObject>> ListPools() const override {
+    const std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<const PoolObject>> out;
+    for (const auto& [key, pool] : pools_) out.push_back(pool);
+    return out;
+  }
+  std::vector<std::shared_ptr<const kube::PodView>> ListPods() const override {
+    const std::lock_guard lock(mu_);
+    return pods_;
+  }
+  std::shared_ptr<const kube::NodeView> GetNode(const std::string& /*name*/) const override {
+    return nullptr;
+  }
+
+  // As the informer does once it sees the object (a write's answer, or a change by someone else).
+  void PutPool(const json& object) {
+    auto pool = std::make_shared<const PoolObject>(ToPoolObject(object));
+    const std::lock_guard lock(mu_);
+    pools_[PoolKey(pool->pool)] = std::move(pool);
+  }
+  void DeletePool(const std::string& key) {
+    const std::lock_guard lock(mu_);
+    pools_.erase(key);
+  }
+  void AddPod(std::shared_ptr<const kube::PodView> pod) {
+    const std::lock_guard lock(mu_);
+    pods_.push_back(std::move(pod));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const PoolObject>> pools_;
+  std::vector<std::shared_ptr<const kube::PodView>> pods_;
+};
+
+// Records every status write; answers each with the next scripted error, else success (the
+// object with its resourceVersion bumped). Fresh reads answer `fresh`.
+class FakeClient final : public PoolClient {
+ public:
+  kube::Result<json> UpdateStatus(const json& pool) override {
+    writes.push_back(pool);
+    if (!errors.empty()) {
+      kube::Status error = errors.front();
+      errors.pop_front();
+      return error;
+    }
+    json written = pool;
+    written["metadata"]["resourceVersion"] = std::to_string(++version);
+    return written;
+  }
+  kube::Result<json> GetPool(const std::string& ns, const std::string& name) override {
+    reads.push_back(ns + "/" + name);
+    return fresh;
+  }
+
+  std::vector<json> writes;
+  std::deque<kube::Status> errors;
+  std::vector<std::string> reads;
+  json fresh;
+  int version = 100;
+};
+
+struct RecordedEvent {
+  kube::EventType type;
+  std::string reason;
+  std::string message;
+};
+
+class FakeEvents final : public kube::EventSink {
+ public:
+  void Record(const kube::ObjectReference& object, kube::EventType type, std::string_view reason,
+              std::string_view message) override {
+    EXPECT_EQ(object.kind, "InferencePool");
+    EXPECT_EQ(object.uid, "uid-chat");
+    events.push_back({type, std::string(reason), std::string(message)});
+  }
+  std::vector<RecordedEvent> events;
+};
+
+class PoolReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { reconciler_.SetLeading(true); }
+
+  kube::Result<kube::ReconcileResult> Reconcile() { return reconciler_.Reconcile(kKey); }
+
+  // Reconciles, expecting a plain success.
+  void ReconcileOk() {
+    const auto result = Reconcile();
+    ASSERT_TRUE(result.ok()) << result.error().ToString();
+    EXPECT_EQ(*result, kube::ReconcileResult{});
+  }
+
+  // The informer catches up with the last status written, on `pool` (default: the valid spec).
+  void SeeLastWrite(json pool = PoolJson("")) {
+    ASSERT_FALSE(client_.writes.empty());
+    pool["metadata"]["resourceVersion"] = std::to_string(client_.version);
+    pool["status"] = client_.writes.back().at("status");
+    store_.PutPool(pool);
+  }
+
+  // The pool with one ready worker, published and seen back by the informer.
+  void PublishOneWorker() {
+    store_.PutPool(PoolJson("7"));
+    store_.AddPod(Pod("chat-a", "10.0.0.1"));
+    ReconcileOk();
+    SeeLastWrite();
+  }
+
+  api::InferencePoolStatus LastWritten() const {
+    return api::ParseStatus(client_.writes.back().at("status"));
+  }
+
+  std::size_t WorkerCount() const {
+    const auto workers = reconciler_.Workers(kKey);
+    return workers == nullptr ? 0 : workers->size();
+  }
+
+  static std::string ConditionStatus(const api::InferencePoolStatus& s, std::string_view type) {
+    const api::Condition* c = api::FindCondition(s.conditions, type);
+    return c == nullptr ? "" : c->status;
+  }
+
+  ManualClock clock_;
+  FakeStore store_;
+  FakeClient client_;
+  FakeEvents events_;
+  PoolReconcilerOptions options_{.min_publish_interval = milliseconds(1000)};
+  PoolReconciler reconciler_{store_, client_, events_, options_, clock_, nullptr};
+};
+
+TEST_F(PoolReconcilerTest, PublishesTheWorkersOnceAndNotAgainWhenUnchanged) {
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-b", "10.0.0.2"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  ReconcileOk();
+
+  ASSERT_EQ(reconciler_.Workers(kKey)->size(), 2U);
+  EXPECT_EQ(reconciler_.Workers(kKey)->front().pod, "chat-a");
+  ASSERT_EQ(client_.writes.size(), 1U);
+  EXPECT_EQ(client_.writes[0]["metadata"]["resourceVersion"], "7");
+  const auto status = LastWritten();
+  EXPECT_EQ(status.ready_workers, 2);
+  ASSERT_TRUE(status.routing.has_value());
+  EXPECT_EQ(status.routing->workers.front().address, "10.0.0.1:8000");
+  EXPECT_EQ(ConditionStatus(status, "Ready"), "True");
+
+  // The informer sees the write; time passes; nothing changed: nothing is written.
+  SeeLastWrite();
+  clock_.Advance(std::chrono::seconds(30));
+  ReconcileOk();
+  EXPECT_EQ(client_.writes.size(), 1U);
+  EXPECT_TRUE(events_.events.empty());
+}
+
+TEST_F(PoolReconcilerTest, AChangeInsideTheMinPublishIntervalWaitsForTheRest) {
+  PublishOneWorker();
+
+  clock_.Advance(milliseconds(300));
+  store_.AddPod(Pod("chat-b", "10.0.0.2"));
+  const auto result = Reconcile();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->requeue_after, milliseconds(700));
+  EXPECT_FALSE(result->requeue);
+  EXPECT_EQ(client_.writes.size(), 1U);
+  EXPECT_EQ(WorkerCount(), 2U);  // membership is local and immediate; only the write waits
+
+  clock_.Advance(milliseconds(700));
+  ReconcileOk();
+  ASSERT_EQ(client_.writes.size(), 2U);
+  EXPECT_EQ(LastWritten().ready_workers, 2);
+}
+
+TEST_F(PoolReconcilerTest, AConflictReadsThePoolAfreshAndWritesAgain) {
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  client_.errors.push_back({409, "Conflict", "the object has been modified", std::nullopt});
+  client_.fresh = PoolJson("9");
+  ReconcileOk();
+
+  EXPECT_EQ(client_.reads, std::vector<std::string>{kKey});
+  ASSERT_EQ(client_.writes.size(), 2U);
+  EXPECT_EQ(client_.writes[0]["metadata"]["resourceVersion"], "7");
+  EXPECT_EQ(client_.writes[1]["metadata"]["resourceVersion"], "9");
+  EXPECT_EQ(LastWritten().ready_workers, 1);
+}
+
+TEST_F(PoolReconcilerTest, ConflictsWithoutEndAndOtherErrorsAreReturnedForABackoff) {
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  client_.fresh = PoolJson("9");
+  for (int i = 0; i < 5; ++i) {
+    client_.errors.push_back({409, "Conflict", "the object has been modified", std::nullopt});
+  }
+  auto result = Reconcile();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(result.error().IsConflict());
+  EXPECT_EQ(client_.writes.size(), 5U);  // max_conflict_attempts
+
+  client_.errors.push_back({500, "InternalError", "etcd is down", std::nullopt});
+  result = Reconcile();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, 500);
+}
+
+TEST_F(PoolReconcilerTest, NothingIsWrittenWhileTheFenceSaysNoOrWhenNotLeading) {
+  PoolReconciler fenced(store_, client_, events_, {.fence = [] { return false; }}, clock_, nullptr);
+  fenced.SetLeading(true);
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  auto result = fenced.Reconcile(kKey);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result, kube::ReconcileResult{});
+  EXPECT_EQ(fenced.Workers(kKey)->size(), 1U);  // membership is kept all the same
+  EXPECT_TRUE(client_.writes.empty());
+
+  reconciler_.SetLeading(false);
+  ReconcileOk();
+  EXPECT_EQ(WorkerCount(), 1U);
+  EXPECT_TRUE(client_.writes.empty());
+}
+
+TEST_F(PoolReconcilerTest, AnInvalidSpecIsReportedAndKeepsTheLastWorkers) {
+  PublishOneWorker();
+  ASSERT_EQ(WorkerCount(), 1U);
+
+  // An edit empties the selector: refused, reported, and the pool keeps serving its worker.
+  json edited = PoolJson("", json::object());
+  edited["metadata"]["generation"] = 2;
+  SeeLastWrite(edited);
+  clock_.Advance(std::chrono::seconds(5));
+  ReconcileOk();
+
+  EXPECT_EQ(WorkerCount(), 1U);
+  ASSERT_EQ(client_.writes.size(), 2U);
+  const auto status = LastWritten();
+  EXPECT_EQ(ConditionStatus(status, "SpecValid"), "False");
+  EXPECT_THAT(api::FindCondition(status.conditions, "SpecValid")->message,
+              HasSubstr("spec.selector"));
+  ASSERT_TRUE(status.routing.has_value());
+  EXPECT_EQ(status.routing->workers.size(), 1U);
+  ASSERT_EQ(events_.events.size(), 1U);
+  EXPECT_EQ(events_.events[0].type, kube::EventType::kWarning);
+  EXPECT_EQ(events_.events[0].reason, reasons::kSpecInvalid);
+  EXPECT_THAT(events_.events[0].message, HasSubstr("spec.selector"));
+}
+
+TEST_F(PoolReconcilerTest, ABadAnnotationIsReportedOnce) {
+  store_.PutPool(PoolJson("7"));
+  kube::PodView pod = *Pod("chat-a", "10.0.0.1");
+  pod.annotations = {{"eoc.dev/max-concurrency", "lots"}};
+  store_.AddPod(std::make_shared<const kube::PodView>(pod));
+  ReconcileOk();
+  SeeLastWrite();
+  clock_.Advance(std::chrono::seconds(5));
+  ReconcileOk();
+
+  EXPECT_EQ(WorkerCount(), 1U);  // it serves, with the spec's value
+  ASSERT_EQ(events_.events.size(), 1U);
+  EXPECT_EQ(events_.events[0].reason, "InvalidAnnotation");
+  EXPECT_THAT(events_.events[0].message, HasSubstr("pod chat-a"));
+  EXPECT_THAT(events_.events[0].message, HasSubstr("eoc.dev/max-concurrency"));
+}
+
+TEST_F(PoolReconcilerTest, ADeletedPoolIsForgotten) {
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  ReconcileOk();
+  ASSERT_NE(reconciler_.Workers(kKey), nullptr);
+  EXPECT_EQ(reconciler_.PoolsOnNode("node-a"), std::vector<std::string>{kKey});
+
+  store_.DeletePool(kKey);
+  ReconcileOk();
+  EXPECT_EQ(reconciler_.Workers(kKey), nullptr);
+  EXPECT_TRUE(reconciler_.PoolsOnNode("node-a").empty());
+  EXPECT_EQ(client_.writes.size(), 1U);  // nothing written about a pool that is gone
+}
+
+}  // namespace
+}  // namespace eoc::controller
