@@ -40,7 +40,7 @@ api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
                                     const std::vector<Worker>& workers,
                                     const std::optional<api::RoutingTable>& previous) {
   api::RoutingTable table;
-  table.strategy = std::string(api::ToString(spec.routing.strategy));
+  table.strategy = std::string(StrategyName(spec.routing.strategy));
   const std::size_t n = std::min(workers.size(), api::kMaxRoutingTableWorkers);
   table.workers.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/model.h"
+#include "routing/worker.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/prefix_hash.h"

@@ -72,7 +72,7 @@
 
 #include "common/text.h"
 #include "routing/ids.h"
-#include "routing/model.h"
+#include "routing/worker.h"
 #include "routing/pool_snapshot.h"
 #include "routing/prefix_index.h"
 #include "routing/session_table.h"
