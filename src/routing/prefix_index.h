@@ -54,6 +54,8 @@ class PrefixIndex {
     // Shards (rounded up to a power of two, at most 1024 and at most max_blocks). 0: chosen from
     // max_blocks, 64 for large indexes, fewer for small ones so each keeps at least 64 blocks.
     std::size_t shards = 0;
+
+    bool operator==(const Options&) const = default;
   };
 
   struct Match {
