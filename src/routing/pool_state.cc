@@ -65,7 +65,17 @@ PoolState::PoolState(const Options& options, SessionBudget& budget)
   PublishLocked(std::move(view));
 }
 
-PoolState::~PoolState() = default;
+PoolState::~PoolState() {
+  // Threads' caches may keep the last view past this state, and past the session budget.
+  const std::lock_guard lock(update_mu_);
+  DetachTablesLocked();
+}
+
+void PoolState::DetachTablesLocked() {
+  const ViewPtr view = view_.LoadLocked();
+  if (view->sessions) view->sessions->Detach();
+  if (view->prefix) view->prefix->Clear();
+}
 
 const PoolState::ViewPtr& PoolState::LoadView() const { return view_.Load(); }
 
@@ -126,6 +136,7 @@ void PoolState::Reconfigure(const Options& options, TimePoint now) {
     const Options before = next.options;
     if (options == before) return;
     if (!options.session_affinity) {
+      if (next.sessions) next.sessions->Detach();  // its budget back now, not with the last view
       next.sessions = nullptr;
     } else if (!next.sessions) {
       next.sessions = std::make_shared<SessionTable>(options.sessions, budget_);
@@ -134,9 +145,11 @@ void PoolState::Reconfigure(const Options& options, TimePoint now) {
     }
     const bool same_blocks = options.block_size_tokens == before.block_size_tokens &&
                              options.prefix == before.prefix;
-    if (!options.prefix_affinity) {
+    if (next.prefix && (!options.prefix_affinity || !same_blocks)) {
+      next.prefix->Clear();  // its memory back now, not with the last view
       next.prefix = nullptr;
-    } else if (!next.prefix || !same_blocks) {
+    }
+    if (options.prefix_affinity && !next.prefix) {
       next.prefix = std::make_shared<PrefixIndex>(options.prefix);
     }
     waiting_.SetMaxSize(options.max_queue);
@@ -158,6 +171,8 @@ void PoolState::Retire() {
   {
     const std::lock_guard lock(update_mu_);
     closed = waiting_.Close();
+    // Its sessions' budget and its memory back now: threads' caches may keep the view a while.
+    DetachTablesLocked();
   }
   WaitingPicks::Answer(closed, PickStatus::kUnavailable);
 }

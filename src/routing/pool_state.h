@@ -144,7 +144,8 @@ class PoolState {
   void Reconfigure(const Options& options, TimePoint now);
 
   // The pool is gone: its waiting picks answer kUnavailable now, and new picks that find no room
-  // answer so too (until a SetSnapshot, which a retired pool does not get).
+  // answer so too (until a SetSnapshot, which a retired pool does not get); its sessions are
+  // forgotten, their budget given back.
   void Retire();
 
   // A scrape of one worker: its load replaces the last, and the picks and blocks this replica sent
@@ -195,8 +196,11 @@ class PoolState {
 
   // The current view (never null), as this thread's cache holds it (published.h).
   const ViewPtr& LoadView() const;
-  // A new view from `next` (its cells taken from `cells_`), published; under update_mu_.
+  // Publishes `next` as the current view; under update_mu_.
   void PublishLocked(View next);
+  // Empties the current view's session table and prefix index for good (Retire, destruction);
+  // under update_mu_.
+  void DetachTablesLocked();
   // Steps 1-3 against `view`, reserving the chosen worker's budget; kNoRoom if none has room.
   PickOutcome Decide(const ViewPtr& view, const PickRequest& request, std::uint64_t random,
                      TimePoint now, bool released) const;

@@ -78,6 +78,9 @@ class PrefixIndex {
   template <typename Eligible>
   std::optional<Match> LongestMatch(std::span<const BlockHash> blocks, Eligible&& eligible) const;
 
+  // Forgets every block and frees their memory (the bound stays): for an index being dropped while
+  // views of it may live on a while in threads' caches (published.h).
+  void Clear() { shards_.Clear(); }
   // Blocks held.
   std::size_t Size() const;
   // Bytes held by the index and its shards.

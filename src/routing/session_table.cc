@@ -23,7 +23,9 @@ SessionTable::SessionTable(const Options& options, SessionBudget& budget)
       budget_(budget),
       shards_(options.max_sessions, options.shards, kMinSessionsPerShard) {}
 
-SessionTable::~SessionTable() { budget_.Release(Size()); }
+SessionTable::~SessionTable() {
+  if (!detached_.load()) budget_.Release(Size());
+}
 
 bool SessionTable::Expired(const Binding& binding, TimePoint now) const {
   const std::chrono::nanoseconds ttl = Ttl();
@@ -67,7 +69,8 @@ bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
       const std::lock_guard lock(shard.mu);
-      if (shard.map.Capacity() == 0) return false;  // under the lock: Resize may change it
+      // Under the lock: Resize may change the capacity, Detach empties the shard after the flag.
+      if (shard.map.Capacity() == 0 || detached_.load(std::memory_order_relaxed)) return false;
       if (Binding* binding = shard.map.Touch(session)) {
         *binding =
             Binding{.worker = worker, .last_used = std::max(binding->last_used, fresh.last_used)};
@@ -105,6 +108,14 @@ bool SessionTable::Forget(SessionHash session) {
   if (!shard.map.Erase(session)) return false;
   budget_.Release(1);
   return true;
+}
+
+std::size_t SessionTable::Detach() {
+  if (detached_.exchange(true)) return 0;
+  // Binds check the flag under their shard's lock: none lands in a shard after it is cleared.
+  const std::size_t removed = shards_.Clear();
+  budget_.Release(removed);
+  return removed;
 }
 
 std::size_t SessionTable::Resize(std::size_t max_sessions, std::chrono::nanoseconds ttl) {

@@ -103,7 +103,7 @@ class SessionTable {
 
   // `budget` must outlive the table.
   SessionTable(const Options& options, SessionBudget& budget);
-  // Gives the table's sessions back to the budget.
+  // Gives the table's sessions back to the budget (unless Detach() did).
   ~SessionTable();
   SessionTable(const SessionTable&) = delete;
   SessionTable& operator=(const SessionTable&) = delete;
@@ -122,6 +122,11 @@ class SessionTable {
   bool Bind(SessionHash session, WorkerKey worker, TimePoint now);
   // Removes the binding; false if there was none.
   bool Forget(SessionHash session);
+  // For a table being dropped while views of it may live on a while (in threads' caches:
+  // published.h), perhaps past the budget: removes every binding, gives their budget back and
+  // frees their memory; from then on the table binds nothing and never touches the budget again
+  // (its destructor included). Returns how many bindings went.
+  std::size_t Detach();
   // A changed bound and ttl (a pool's `sessionAffinity`), in place: bindings stay. A smaller
   // `max_sessions` evicts the least recently used of each shard down to its share (the shard
   // count stays as built), giving their budget back; a new `ttl` applies to every binding from
@@ -161,6 +166,7 @@ class SessionTable {
   const std::size_t shard_option_;  // Options::shards, as given
   std::atomic<std::size_t> max_sessions_;
   std::atomic<std::chrono::nanoseconds::rep> ttl_;
+  std::atomic<bool> detached_{false};
   SessionBudget& budget_;
   Shards shards_;
 };

@@ -53,6 +53,18 @@ class ShardedLru {
     }
   }
 
+  // Empties every shard and frees its storage (the bounds stay). Locks each shard in turn;
+  // returns how many entries went.
+  std::size_t Clear() {
+    std::size_t cleared = 0;
+    for (const auto& shard : shards_) {
+      const std::lock_guard lock(shard->mu);
+      cleared += shard->map.Size();
+      shard->map = LruMap<V>(shard->map.Capacity());
+    }
+    return cleared;
+  }
+
   // A new bound over all shards, split as the constructor splits it (the shard count stays: a
   // bound below it leaves some shards without room). Past its share, each shard's least recently
   // used entries go. Locks each shard in turn; returns how many entries went.
