@@ -4,6 +4,7 @@
 
 #include "common/rfc3339.h"
 #include "controller/pool_status.h"
+#include "controller/routing_config.h"
 #include "telemetry/logging.h"
 
 namespace eoc::controller {
@@ -153,8 +154,9 @@ void PoolController::EnqueuePoolsOnNode(const std::string& node) {
     const std::lock_guard lock(mu_);
     for (const auto& [key, record] : records_) {
       if (record.workers == nullptr) continue;
-      const auto& ws = *record.workers;
-      if (std::any_of(ws.begin(), ws.end(), [&](const Worker& w) { return w.node == node; })) {
+      const auto& notes = record.workers->notes;
+      if (std::any_of(notes.begin(), notes.end(),
+                      [&](const WorkerNotes& w) { return w.node == node; })) {
         keys.push_back(key);
       }
     }
@@ -240,8 +242,7 @@ void PoolController::SetLeading(bool leading) {
   if (leading && !was) EnqueueAll();
 }
 
-std::shared_ptr<const std::vector<Worker>> PoolController::Workers(
-    const std::string& pool_key) const {
+std::shared_ptr<const PoolMembers> PoolController::Workers(const std::string& pool_key) const {
   const std::lock_guard lock(mu_);
   const auto it = records_.find(pool_key);
   return it == records_.end() ? nullptr : it->second.workers;
@@ -272,7 +273,7 @@ std::vector<std::shared_ptr<const kube::PodView>> PoolController::ListPods() con
   return out;
 }
 
-std::vector<Worker> PoolController::SelectWorkers(const api::InferencePool& pool) const {
+PoolMembers PoolController::SelectWorkers(const api::InferencePool& pool) const {
   return controller::SelectWorkers(pool, ListPods(),
                                    [this](const std::string& node) { return nodes_->Get(node); });
 }
@@ -285,6 +286,7 @@ ReconcileResult PoolController::Reconcile(const std::string& key) {
       const std::lock_guard lock(mu_);
       known = records_.erase(key) > 0;
     }
+    if (options_.directory != nullptr) options_.directory->Remove(key);
     if (known) {
       const auto slash = key.find('/');
       if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
@@ -293,31 +295,34 @@ ReconcileResult PoolController::Reconcile(const std::string& key) {
     return ReconcileResult::kSuccess;
   }
   const api::InferencePool& pool = object->pool;
-  std::shared_ptr<const std::vector<Worker>> workers;
+  std::shared_ptr<const PoolMembers> workers;
   {
     const std::lock_guard lock(mu_);
     workers = records_[key].workers;
   }
   // An invalid spec is not acted on: the pool keeps the workers it had, so picks go on.
   if (pool.errors.empty() || workers == nullptr) {
-    auto selected = pool.errors.empty() ? SelectWorkers(pool) : std::vector<Worker>{};
+    auto selected = pool.errors.empty() ? SelectWorkers(pool) : PoolMembers{};
     if (workers == nullptr || *workers != selected) {
-      workers = std::make_shared<const std::vector<Worker>>(std::move(selected));
+      workers = std::make_shared<const PoolMembers>(std::move(selected));
       const std::lock_guard lock(mu_);
       records_[key].workers = workers;
     }
   }
-  if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->size());
+  if (options_.directory != nullptr && pool.errors.empty()) {
+    UpdatePoolDirectory(*options_.directory, pool, workers->workers, clock_.Now());
+  }
+  if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
   if (!leading_.load()) return ReconcileResult::kSuccess;
   {
     const std::lock_guard lock(mu_);
     RecordAnnotationErrors(pool, *workers, records_[key]);
   }
-  return Publish(*object, *workers);
+  return Publish(*object, workers->workers);
 }
 
 ReconcileResult PoolController::Publish(const PoolObject& object,
-                                        const std::vector<Worker>& workers) {
+                                        const std::vector<routing::Worker>& workers) {
   const std::string key = KeyOf(object.pool.ns, object.pool.name);
   PoolObject current = object;
   for (int attempt = 0; attempt < std::max(1, options_.max_conflict_attempts); ++attempt) {
@@ -398,17 +403,19 @@ void PoolController::RecordSpecEvents(const api::InferencePool& pool,
 }
 
 void PoolController::RecordAnnotationErrors(const api::InferencePool& pool,
-                                            const std::vector<Worker>& workers,
+                                            const PoolMembers& members,
                                             PoolRecord& record) {
   std::unordered_map<std::string, std::string> now;
-  for (const auto& w : workers) {
-    if (w.annotation_error.empty()) continue;
-    const auto it = record.annotation_errors.find(w.pod);
-    if (it == record.annotation_errors.end() || it->second != w.annotation_error) {
+  for (std::size_t i = 0; i < members.workers.size(); ++i) {
+    const std::string& error = members.notes[i].annotation_error;
+    if (error.empty()) continue;
+    const std::string pod(PodName(members.workers[i]));
+    const auto it = record.annotation_errors.find(pod);
+    if (it == record.annotation_errors.end() || it->second != error) {
       recorder_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation",
-                       "pod " + w.pod + ": " + w.annotation_error);
+                       "pod " + pod + ": " + error);
     }
-    now.emplace(w.pod, w.annotation_error);
+    now.emplace(pod, error);
   }
   record.annotation_errors = std::move(now);
 }

@@ -37,6 +37,7 @@
 #include "kube/pod_view.h"
 #include "kube/work_queue.h"
 #include "kube/write_fence.h"
+#include "routing/pool_directory.h"
 
 namespace eoc::controller {
 
@@ -64,6 +65,9 @@ struct PoolControllerOptions {
   kube::WriteFence fence;
   // An informer failing this long without a success is stale (logged, in a metric and /readyz).
   std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
+  // Where the pick path finds each valid pool's routing state (written by every replica, as
+  // pools come, go, or change); null: none. Must outlive the controller.
+  routing::PoolDirectory* directory = nullptr;
 };
 
 class PoolController {
@@ -96,14 +100,14 @@ class PoolController {
 
   // A pool's current workers ("namespace/name"), sorted by pod name; nullptr for a pool that is
   // not known or not yet reconciled.
-  std::shared_ptr<const std::vector<Worker>> Workers(const std::string& pool_key) const;
+  std::shared_ptr<const PoolMembers> Workers(const std::string& pool_key) const;
 
   // Reconciles one pool now, on the calling thread (the workers call this; so may tests).
   ReconcileResult Reconcile(const std::string& key);
 
  private:
   struct PoolRecord {
-    std::shared_ptr<const std::vector<Worker>> workers;
+    std::shared_ptr<const PoolMembers> workers;
     std::chrono::steady_clock::time_point last_write{};
     std::unordered_map<std::string, std::string> annotation_errors;  // reported: pod -> error
   };
@@ -118,12 +122,12 @@ class PoolController {
   std::shared_ptr<const PoolObject> GetPool(const std::string& key) const;
   std::vector<std::shared_ptr<const PoolObject>> ListPools() const;
   std::vector<std::shared_ptr<const kube::PodView>> ListPods() const;
-  std::vector<Worker> SelectWorkers(const api::InferencePool& pool) const;
+  PoolMembers SelectWorkers(const api::InferencePool& pool) const;
 
   // Writes `pool`'s status if it differs; on a conflict reads the pool again and recomputes.
-  ReconcileResult Publish(const PoolObject& object, const std::vector<Worker>& workers);
+  ReconcileResult Publish(const PoolObject& object, const std::vector<routing::Worker>& workers);
   void RecordSpecEvents(const api::InferencePool& pool, const api::InferencePoolStatus& written);
-  void RecordAnnotationErrors(const api::InferencePool& pool, const std::vector<Worker>& workers,
+  void RecordAnnotationErrors(const api::InferencePool& pool, const PoolMembers& members,
                               PoolRecord& record);
   kube::ObjectReference Reference(const api::InferencePool& pool) const;
 
