@@ -50,13 +50,13 @@
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/worker.h"
 #include "routing/pool_directory.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/prefix_hash.h"
 #include "routing/prefix_index.h"
 #include "routing/session_table.h"
+#include "routing/worker.h"
 
 namespace {
 

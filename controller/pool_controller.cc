@@ -403,8 +403,7 @@ void PoolController::RecordSpecEvents(const api::InferencePool& pool,
 }
 
 void PoolController::RecordAnnotationErrors(const api::InferencePool& pool,
-                                            const PoolMembers& members,
-                                            PoolRecord& record) {
+                                            const PoolMembers& members, PoolRecord& record) {
   std::unordered_map<std::string, std::string> now;
   for (std::size_t i = 0; i < members.workers.size(); ++i) {
     const std::string& error = members.notes[i].annotation_error;

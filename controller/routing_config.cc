@@ -48,9 +48,9 @@ void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::Inference
                  current->workers().end())) {
     return;
   }
-  state->SetSnapshot(routing::PoolSnapshot::Build({published.begin(), published.end()},
-                                                  generation, strategy),
-                     now);
+  state->SetSnapshot(
+      routing::PoolSnapshot::Build({published.begin(), published.end()}, generation, strategy),
+      now);
 }
 
 }  // namespace eoc::controller

@@ -11,13 +11,13 @@ namespace {
 // A pod annotation may name this many models; more is a mistake, not a fleet.
 constexpr std::size_t kMaxAnnotatedModels = 64;
 
-routing::Accelerator AcceleratorOf(const kube::PodView& pod) {
+Accelerator AcceleratorOf(const kube::PodView& pod) {
   for (const auto& [resource, units] : pod.extended_requests) {
     if (units <= 0) continue;
-    if (resource == "nvidia.com/gpu" || resource == "amd.com/gpu") return routing::Accelerator::kGpu;
-    if (resource == "google.com/tpu") return routing::Accelerator::kTpu;
+    if (resource == "nvidia.com/gpu" || resource == "amd.com/gpu") return Accelerator::kGpu;
+    if (resource == "google.com/tpu") return Accelerator::kTpu;
   }
-  return routing::Accelerator::kCpu;
+  return Accelerator::kCpu;
 }
 
 // The spec's profile for the product, else for the class; none (all zero) when neither is there.
@@ -82,7 +82,7 @@ DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* n
   c.accelerator_product = AcceleratorName(c.accelerator);
   if (node != nullptr) {
     if (const std::string* product = kube::Lookup(node->labels, kGpuProductLabel)) {
-      c.accelerator = routing::Accelerator::kGpu;
+      c.accelerator = Accelerator::kGpu;
       c.accelerator_product = *product;
     }
     if (const std::string* zone = kube::Lookup(node->labels, spec.carbon.zone_label)) {
@@ -127,9 +127,10 @@ PoolMembers SelectWorkers(const api::InferencePool& pool,
     const auto node = pod->node_name.empty() ? nullptr : nodes(pod->node_name);
     selected.push_back(DescribeWorker(*pod, node.get(), pool.spec));
   }
-  std::sort(selected.begin(), selected.end(), [](const DescribedWorker& a, const DescribedWorker& b) {
-    return a.worker.pod < b.worker.pod;
-  });
+  std::sort(selected.begin(), selected.end(),
+            [](const DescribedWorker& a, const DescribedWorker& b) {
+              return a.worker.pod < b.worker.pod;
+            });
   PoolMembers out;
   out.workers.reserve(selected.size());
   out.notes.reserve(selected.size());

@@ -64,14 +64,14 @@ bool IsServing(const kube::PodView& pod);
 // its accelerator product, else for its accelerator class, else none (all zero); its weight is
 // kEqualWeight until measured load gives it its own (the signals issue).
 DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* node,
-                      const api::InferencePoolSpec& spec);
+                               const api::InferencePoolSpec& spec);
 
 using NodeLookup = std::function<std::shared_ptr<const kube::NodeView>(const std::string& name)>;
 
 // The pool's workers among `pods` (any namespaces; only the pool's is read), sorted by pod name.
 PoolMembers SelectWorkers(const api::InferencePool& pool,
-                                  const std::vector<std::shared_ptr<const kube::PodView>>& pods,
-                                  const NodeLookup& nodes);
+                          const std::vector<std::shared_ptr<const kube::PodView>>& pods,
+                          const NodeLookup& nodes);
 
 // The worker's pod name without its namespace: the routing table's `pod` (the pool's namespace).
 std::string_view PodName(const routing::Worker& worker);

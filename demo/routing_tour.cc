@@ -30,15 +30,15 @@
 #include <utility>
 #include <vector>
 
-#include "routing_table_input.h"
 #include "routing/ids.h"
-#include "routing/worker.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/prefix_hash.h"
 #include "routing/session_table.h"
 #include "routing/wait_queue.h"
 #include "routing/weights.h"
+#include "routing/worker.h"
+#include "routing_table_input.h"
 #include "tour_format.h"
 
 namespace {

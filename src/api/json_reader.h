@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/enum_name.h"
 #include "api/inference_pool.h"
+#include "common/enum_name.h"
 
 namespace eoc::api::internal {
 

@@ -143,8 +143,8 @@ void PoolState::Reconfigure(const Options& options, TimePoint now) {
     } else {
       next.sessions->Resize(options.sessions.max_sessions, options.sessions.ttl);
     }
-    const bool same_blocks = options.block_size_tokens == before.block_size_tokens &&
-                             options.prefix == before.prefix;
+    const bool same_blocks =
+        options.block_size_tokens == before.block_size_tokens && options.prefix == before.prefix;
     if (next.prefix && (!options.prefix_affinity || !same_blocks)) {
       next.prefix->Clear();  // its memory back now, not with the last view
       next.prefix = nullptr;
@@ -189,8 +189,8 @@ bool PoolState::ObserveLoad(WorkerKey worker, const Load& load, TimePoint now) {
   return true;
 }
 
-PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request,
-                              std::uint64_t random, TimePoint now, bool released) const {
+PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, std::uint64_t random,
+                              TimePoint now, bool released) const {
   const PoolSnapshot& snap = *view->snapshot;
   const Options& options = view->options;
   SessionTable* const sessions = view->sessions.get();

@@ -42,18 +42,18 @@
 // not draining, the least busy one with room is chosen by a scan (O(workers); only then), rather
 // than waiting for the next generation.
 //
-// When no worker has room, the pick waits (status kQueued, waiting_picks.h) in the pool's FIFO queue until its
-// deadline and its `done` is called exactly once (unless Cancel takes it back first), from
-// whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a lock of this
-// object is held): kPicked with reason `queued` when capacity appears, kTimedOut at the
-// deadline, kUnavailable when waiting becomes impossible. While picks for a model wait, new picks
-// for that model queue behind them rather than overtake them (picks for other models may pass);
-// released waiters are placed oldest first.
-// Immediate refusals: kQueueFull (429: max_queue waiting), kUnavailable (503: the pool has no
-// worker and `wait_without_workers` is off, or queueing is off; or the model name is longer than
-// kMaxModelNameBytes, so no worker can list it), kNotPublished (503: no snapshot yet), kTimedOut
-// (504: the deadline is already past). A waiting pick keeps its model name and the first
-// kMaxPrefixBlocks prefix hashes (the only ones used), so the queue's memory is bounded.
+// When no worker has room, the pick waits (status kQueued, waiting_picks.h) in the pool's FIFO
+// queue until its deadline and its `done` is called exactly once (unless Cancel takes it back
+// first), from whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a
+// lock of this object is held): kPicked with reason `queued` when capacity appears, kTimedOut at
+// the deadline, kUnavailable when waiting becomes impossible. While picks for a model wait, new
+// picks for that model queue behind them rather than overtake them (picks for other models may
+// pass); released waiters are placed oldest first. Immediate refusals: kQueueFull (429: max_queue
+// waiting), kUnavailable (503: the pool has no worker and `wait_without_workers` is off, or
+// queueing is off; or the model name is longer than kMaxModelNameBytes, so no worker can list it),
+// kNotPublished (503: no snapshot yet), kTimedOut (504: the deadline is already past). A waiting
+// pick keeps its model name and the first kMaxPrefixBlocks prefix hashes (the only ones used), so
+// the queue's memory is bounded.
 //
 // A changed `spec.routing` is applied in place (Reconfigure), and this is what survives it:
 //   sessions       kept across a change of strategy (that comes with the next snapshot), of

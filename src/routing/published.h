@@ -87,8 +87,8 @@ class Published {
       entry.pinned = nullptr;
       if (value) {
         const T* raw = value.get();
-        entry.pinned = std::shared_ptr<const T>(std::make_shared<const Pin>(Pin{std::move(value)}),
-                                                raw);
+        entry.pinned =
+            std::shared_ptr<const T>(std::make_shared<const Pin>(Pin{std::move(value)}), raw);
       }
     }
     return entry.pinned;

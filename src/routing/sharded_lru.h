@@ -109,7 +109,8 @@ class ShardedLru {
   }
 
   int shift_ = 64;
-  std::size_t count_ = 1;  // shards_.size(), from the start  // a key's shard: Mix64(key) >> shift_ (64: shard 0)
+  std::size_t count_ =
+      1;  // shards_.size(), from the start  // a key's shard: Mix64(key) >> shift_ (64: shard 0)
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

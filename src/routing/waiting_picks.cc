@@ -14,8 +14,7 @@ PickRequest WaitingPicks::Waiter::Request() const {
 }
 
 WaitingPicks::Admitted WaitingPicks::Admit(const PickRequest& request, std::uint64_t random,
-                                           PickCallback done, TimePoint deadline,
-                                           TimePoint now) {
+                                           PickCallback done, TimePoint deadline, TimePoint now) {
   const auto prefix = request.prefix.first(std::min(request.prefix.size(), kMaxPrefixBlocks));
   Waiter waiter{.model = std::string(request.model),
                 .session = request.session,

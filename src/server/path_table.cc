@@ -45,7 +45,7 @@ void PathTable::Add(std::string_view method, std::string_view path, Handler hand
 }
 
 void PathTable::Serve(const Request& request, Response& response, bool& omit_body,
-                   const telemetry::Logger& log) const {
+                      const telemetry::Logger& log) const {
   omit_body = request.method() == "HEAD";  // a HEAD answer never has a body, whatever it is
   const auto it = routes_.find(request.path());
   if (it == routes_.end()) {

@@ -67,10 +67,10 @@ class PoolControllerTest : public testing::NamespacedTest {
     controller_client_ = kube::Client::Create(plane_->AdminConfig(), {});
     recorder_ = std::make_unique<kube::EventRecorder>(
         *controller_client_, kube::EventRecorderOptions{.component = "eoc-controller"});
-    pools_ = std::make_unique<PoolController>(*controller_client_, *recorder_,
-                                              PoolControllerOptions{.namespaces = {ns_},
-                                                                    .directory = &directory_},
-                                              RealClock(), nullptr, nullptr);
+    pools_ = std::make_unique<PoolController>(
+        *controller_client_, *recorder_,
+        PoolControllerOptions{.namespaces = {ns_}, .directory = &directory_}, RealClock(), nullptr,
+        nullptr);
     pools_->Start();
     pools_->SetLeading(true);
     ASSERT_TRUE(testing::Eventually([&] { return pools_->HasSynced(); }, kPatience));

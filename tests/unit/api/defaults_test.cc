@@ -27,8 +27,8 @@ json Minimal() {
 json Dump(const InferencePoolSpec& s) {
   json profiles = json::array();
   for (const AcceleratorProfile& p : s.energy.profiles) {
-    profiles.push_back({p.accelerator, p.energy.idle_watts, p.energy.max_watts,
-                        p.energy.max_tokens_per_second});
+    profiles.push_back(
+        {p.accelerator, p.energy.idle_watts, p.energy.max_watts, p.energy.max_tokens_per_second});
   }
   const auto& a = s.autoscaling;
   const auto& r = s.routing;

@@ -6,8 +6,8 @@
 namespace eoc::controller {
 namespace {
 
-using ::testing::HasSubstr;
 using routing::Worker;
+using ::testing::HasSubstr;
 
 constexpr const char* kT0 = "2026-11-30T10:00:00Z";
 constexpr const char* kT1 = "2026-11-30T10:05:00Z";

@@ -36,7 +36,8 @@ TEST(RoutingOptionsTest, MapsEveryFieldOfTheRoutingSpec) {
   api::InferencePoolSpec spec = api::DefaultSpec();
   api::RoutingSpec& r = spec.routing;
   r.session_affinity = {.enabled = false, .ttl_seconds = 60, .max_sessions = 10};
-  r.prefix_affinity = {.enabled = true, .block_size_tokens = 32, .max_blocks = 7, .load_margin = 0.5};
+  r.prefix_affinity = {
+      .enabled = true, .block_size_tokens = 32, .max_blocks = 7, .load_margin = 0.5};
   r.admission = {.kv_block_budget = false, .max_queue = 3};
   r.default_prompt_tokens = 100;
   r.default_expected_tokens = 20;

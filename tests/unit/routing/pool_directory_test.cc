@@ -54,14 +54,14 @@ TEST(PoolDirectoryTest, RemoveTakesThePoolOutAndAnswersItsWaitingPicks) {
   PoolDirectory pools(budget);
   const auto state = pools.Configure("prod/chat", {}, kNow);
   state->SetSnapshot(PoolSnapshot::Build(Workers(1), 1, Strategy::kJouleWeighted), kNow);
-  state->ObserveLoad(testing::KeyOf(0),
-                     {.kv_blocks_total = 10, .kv_blocks_free = 0, .block_size = 16,
-                      .available = true},
-                     kNow);
+  state->ObserveLoad(
+      testing::KeyOf(0),
+      {.kv_blocks_total = 10, .kv_blocks_free = 0, .block_size = 16, .available = true}, kNow);
   std::optional<PickStatus> answer;
-  ASSERT_EQ(state->Pick({}, 1, kNow,
-                        {.deadline = kNow + std::chrono::seconds(30),
-                         .done = [&](const PickOutcome& o) { answer = o.status; }})
+  ASSERT_EQ(state
+                ->Pick({}, 1, kNow,
+                       {.deadline = kNow + std::chrono::seconds(30),
+                        .done = [&](const PickOutcome& o) { answer = o.status; }})
                 .status,
             PickStatus::kQueued);
   EXPECT_TRUE(pools.Remove("prod/chat"));

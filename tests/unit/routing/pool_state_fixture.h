@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/worker.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/session_table.h"
+#include "routing/worker.h"
 #include "workers.h"
 
 namespace eoc::routing::testing {

@@ -142,9 +142,10 @@ TEST_F(ReconfigureTest, RetireAnswersWaitingPicksAndRefusesNewWaits) {
   Start(Workers(1));
   Observe(0, LoadOf(10, 0));
   std::optional<PickStatus> answer;
-  ASSERT_EQ(state_->Pick({}, 1, now_,
-                         {.deadline = now_ + std::chrono::seconds(30),
-                          .done = [&](const PickOutcome& o) { answer = o.status; }})
+  ASSERT_EQ(state_
+                ->Pick({}, 1, now_,
+                       {.deadline = now_ + std::chrono::seconds(30),
+                        .done = [&](const PickOutcome& o) { answer = o.status; }})
                 .status,
             PickStatus::kQueued);
   state_->Retire();
