@@ -1,41 +1,34 @@
 #include "routing/pick.h"
 
+#include <array>
+
+#include "common/enum_name.h"
+
 namespace eoc::routing {
+namespace {
 
-std::string_view ToString(PickReason reason) {
-  switch (reason) {
-    case PickReason::kSession:
-      return "session";
-    case PickReason::kSessionOverflow:
-      return "session-overflow";
-    case PickReason::kPrefix:
-      return "prefix";
-    case PickReason::kStrategy:
-      return "strategy";
-    case PickReason::kQueued:
-      return "queued";
-  }
-  return "strategy";
-}
+constexpr std::array<EnumName<PickReason>, 5> kReasonNames{{
+    {PickReason::kSession, "session"},
+    {PickReason::kSessionOverflow, "session-overflow"},
+    {PickReason::kPrefix, "prefix"},
+    {PickReason::kStrategy, "strategy"},
+    {PickReason::kQueued, "queued"},
+}};
 
-std::string_view ToString(PickStatus status) {
-  switch (status) {
-    case PickStatus::kPicked:
-      return "picked";
-    case PickStatus::kNoRoom:
-      return "no-room";
-    case PickStatus::kQueued:
-      return "queued";
-    case PickStatus::kQueueFull:
-      return "queue-full";
-    case PickStatus::kUnavailable:
-      return "unavailable";
-    case PickStatus::kNotPublished:
-      return "not-published";
-    case PickStatus::kTimedOut:
-      return "timed-out";
-  }
-  return "unavailable";
-}
+constexpr std::array<EnumName<PickStatus>, 7> kStatusNames{{
+    {PickStatus::kPicked, "picked"},
+    {PickStatus::kNoRoom, "no-room"},
+    {PickStatus::kQueued, "queued"},
+    {PickStatus::kQueueFull, "queue-full"},
+    {PickStatus::kUnavailable, "unavailable"},
+    {PickStatus::kNotPublished, "not-published"},
+    {PickStatus::kTimedOut, "timed-out"},
+}};
+
+}  // namespace
+
+std::string_view ToString(PickReason reason) { return EnumToString(reason, kReasonNames); }
+
+std::string_view ToString(PickStatus status) { return EnumToString(status, kStatusNames); }
 
 }  // namespace eoc::routing

@@ -64,17 +64,26 @@ TEST(RoutingOptionsTest, TheDefaultSpecGivesTheEnginesDefaults) {
   EXPECT_EQ(RoutingOptions(api::DefaultSpec()), routing::PoolState::Options{});
 }
 
-TEST(UpdatePoolDirectoryTest, TheSnapshotIsTheTablesListAndGeneration) {
-  SessionBudget budget;
-  PoolDirectory directory(budget);
-  api::InferencePool pool = Pool();
-  const std::vector<Worker> workers = {W("a"), W("b")};
-  UpdatePoolDirectory(directory, pool, workers, kNow);
-  const auto state = directory.Find("prod/chat");
-  ASSERT_NE(state, nullptr);
-  const auto snapshot = state->snapshot();
+// A directory with the pool "prod/chat" of workers a and b in it.
+class UpdatePoolDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+    state_ = directory_.Find("prod/chat");
+    ASSERT_NE(state_, nullptr);
+  }
+
+  SessionBudget budget_;
+  PoolDirectory directory_{budget_};
+  api::InferencePool pool_ = Pool();
+  const std::vector<Worker> workers_ = {W("a"), W("b")};
+  std::shared_ptr<routing::PoolState> state_;
+};
+
+TEST_F(UpdatePoolDirectoryTest, TheSnapshotIsTheTablesListAndGeneration) {
+  const auto snapshot = state_->snapshot();
   ASSERT_NE(snapshot, nullptr);
-  const api::RoutingTable table = BuildRoutingTable(pool.spec, workers, std::nullopt);
+  const api::RoutingTable table = BuildRoutingTable(pool_.spec, workers_, std::nullopt);
   EXPECT_EQ(snapshot->generation(), table.generation);
   EXPECT_EQ(StrategyName(snapshot->strategy()), table.strategy);
   ASSERT_EQ(snapshot->size(), table.workers.size());
@@ -85,49 +94,41 @@ TEST(UpdatePoolDirectoryTest, TheSnapshotIsTheTablesListAndGeneration) {
   }
 
   // Published: the same list against that status keeps the generation, and the snapshot.
-  pool.status.routing = table;
-  UpdatePoolDirectory(directory, pool, workers, kNow);
-  EXPECT_EQ(state->snapshot(), snapshot);
+  pool_.status.routing = table;
+  UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+  EXPECT_EQ(state_->snapshot(), snapshot);
 
   // A member more: the next generation, as the table will say.
-  UpdatePoolDirectory(directory, pool, {W("a"), W("b"), W("c")}, kNow);
-  EXPECT_EQ(state->snapshot()->generation(), table.generation + 1);
-  EXPECT_EQ(state->snapshot()->size(), 3U);
-  EXPECT_EQ(directory.Find("prod/chat"), state);  // the same state, updated in place
+  UpdatePoolDirectory(directory_, pool_, {W("a"), W("b"), W("c")}, kNow);
+  EXPECT_EQ(state_->snapshot()->generation(), table.generation + 1);
+  EXPECT_EQ(state_->snapshot()->size(), 3U);
+  EXPECT_EQ(directory_.Find("prod/chat"), state_);  // the same state, updated in place
 }
 
-TEST(UpdatePoolDirectoryTest, AStrategyChangeIsANewSnapshotAndSessionsStay) {
-  SessionBudget budget;
-  PoolDirectory directory(budget);
-  api::InferencePool pool = Pool();
-  const std::vector<Worker> workers = {W("a"), W("b")};
-  UpdatePoolDirectory(directory, pool, workers, kNow);
-  const auto state = directory.Find("prod/chat");
+TEST_F(UpdatePoolDirectoryTest, AStrategyChangeIsANewSnapshotAndSessionsStay) {
   const routing::PickOutcome first =
-      state->TryPick({.session = routing::SessionHashOf("user-1")}, 7, kNow);
+      state_->TryPick({.session = routing::SessionHashOf("user-1")}, 7, kNow);
   ASSERT_TRUE(first.picked());
 
-  pool.spec.routing.strategy = Strategy::kLeastBusy;
-  pool.spec.routing.session_affinity.ttl_seconds = 60;
-  UpdatePoolDirectory(directory, pool, workers, kNow);
-  EXPECT_EQ(state->snapshot()->strategy(), Strategy::kLeastBusy);
-  EXPECT_EQ(state->options().sessions.ttl, std::chrono::seconds(60));
+  pool_.spec.routing.strategy = Strategy::kLeastBusy;
+  pool_.spec.routing.session_affinity.ttl_seconds = 60;
+  UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+  EXPECT_EQ(state_->snapshot()->strategy(), Strategy::kLeastBusy);
+  EXPECT_EQ(state_->options().sessions.ttl, std::chrono::seconds(60));
   const routing::PickOutcome again =
-      state->TryPick({.session = routing::SessionHashOf("user-1")}, 99, kNow);
+      state_->TryPick({.session = routing::SessionHashOf("user-1")}, 99, kNow);
   ASSERT_TRUE(again.picked());
   EXPECT_EQ(again.reason, routing::PickReason::kSession);
   EXPECT_EQ(again.worker().key, first.worker().key);
 }
 
-TEST(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
-  SessionBudget budget;
-  PoolDirectory directory(budget);
+TEST_F(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
   std::vector<Worker> workers;
   for (std::size_t i = 0; i < api::kMaxRoutingTableWorkers + 3; ++i) {
     workers.push_back(W("pod-" + std::to_string(100000 + i)));
   }
-  UpdatePoolDirectory(directory, Pool(), workers, kNow);
-  EXPECT_EQ(directory.Find("prod/chat")->snapshot()->size(), api::kMaxRoutingTableWorkers);
+  UpdatePoolDirectory(directory_, pool_, workers, kNow);
+  EXPECT_EQ(state_->snapshot()->size(), api::kMaxRoutingTableWorkers);
 }
 
 }  // namespace

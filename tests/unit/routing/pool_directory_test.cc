@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "pool_state_fixture.h"
 #include "workers.h"
 
 namespace eoc::routing {
@@ -58,12 +59,7 @@ TEST(PoolDirectoryTest, RemoveTakesThePoolOutAndAnswersItsWaitingPicks) {
       testing::KeyOf(0),
       {.kv_blocks_total = 10, .kv_blocks_free = 0, .block_size = 16, .available = true}, kNow);
   std::optional<PickStatus> answer;
-  ASSERT_EQ(state
-                ->Pick({}, 1, kNow,
-                       {.deadline = kNow + std::chrono::seconds(30),
-                        .done = [&](const PickOutcome& o) { answer = o.status; }})
-                .status,
-            PickStatus::kQueued);
+  ASSERT_EQ(testing::PickOrWait(*state, kNow, answer).status, PickStatus::kQueued);
   EXPECT_TRUE(pools.Remove("prod/chat"));
   EXPECT_EQ(pools.Find("prod/chat"), nullptr);
   EXPECT_EQ(answer, PickStatus::kUnavailable);

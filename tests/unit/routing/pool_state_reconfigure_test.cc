@@ -142,12 +142,7 @@ TEST_F(ReconfigureTest, RetireAnswersWaitingPicksAndRefusesNewWaits) {
   Start(Workers(1));
   Observe(0, LoadOf(10, 0));
   std::optional<PickStatus> answer;
-  ASSERT_EQ(state_
-                ->Pick({}, 1, now_,
-                       {.deadline = now_ + std::chrono::seconds(30),
-                        .done = [&](const PickOutcome& o) { answer = o.status; }})
-                .status,
-            PickStatus::kQueued);
+  ASSERT_EQ(PickOrWait(*state_, now_, answer).status, PickStatus::kQueued);
   state_->Retire();
   EXPECT_EQ(answer, PickStatus::kUnavailable);
   EXPECT_EQ(state_->Pick({}, 2, now_, {.deadline = now_ + std::chrono::seconds(30)}).status,
