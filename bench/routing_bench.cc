@@ -422,7 +422,7 @@ void BM_PoolDirectoryFind(benchmark::State& state) {
   const std::vector<std::string>& keys = directory->keys;
   std::size_t k = static_cast<std::size_t>(state.thread_index()) * 7919;
   std::size_t missing = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     const std::string& key = keys[k++ % keys.size()];
     const auto found = directory->pools.Find(key);
     missing += found == nullptr ? 1 : 0;

@@ -20,7 +20,9 @@ void CheckKey(std::string_view key) {
 }  // namespace
 
 PoolDirectory::PoolDirectory(SessionBudget& budget, std::size_t max_pools)
-    : budget_(budget), max_pools_(max_pools), pools_(std::make_shared<const Map>()) {}
+    : budget_(budget), max_pools_(max_pools) {
+  pools_.Store(std::make_shared<const Map>());
+}
 
 PoolDirectory::~PoolDirectory() = default;
 

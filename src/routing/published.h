@@ -41,7 +41,6 @@ class Published {
   static constexpr std::size_t kCachedValues = 16;
 
   Published() : id_(internal::NextPublishedId()) {}
-  explicit Published(std::shared_ptr<const T> value) : Published() { Store(std::move(value)); }
   ~Published() = default;
   Published(const Published&) = delete;
   Published& operator=(const Published&) = delete;
