@@ -411,8 +411,9 @@ void PoolController::RecordAnnotationErrors(const api::InferencePool& pool,
     const std::string pod(PodName(members.workers[i]));
     const auto it = record.annotation_errors.find(pod);
     if (it == record.annotation_errors.end() || it->second != error) {
-      recorder_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation",
-                       "pod " + pod + ": " + error);
+      std::string message = "pod ";
+      message.append(pod).append(": ").append(error);
+      recorder_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation", message);
     }
     now.emplace(pod, error);
   }
