@@ -64,9 +64,11 @@ bool Listed(eoc::kube::Client& client, const std::string& ns, const std::string&
 
 bool HasWorker(const controller::PoolController& pools, const std::string& key,
                const std::string& pod) {
-  const auto workers = pools.Workers(key);
-  return workers != nullptr &&
-         std::any_of(workers->begin(), workers->end(), [&](const auto& w) { return w.pod == pod; });
+  const auto members = pools.Workers(key);
+  if (members == nullptr) return false;
+  const auto& ws = members->workers;
+  return std::any_of(ws.begin(), ws.end(),
+                     [&](const auto& w) { return controller::PodName(w) == pod; });
 }
 
 // Status writes the controller made so far (eoc_pool_status_writes_total{result="written"}).
@@ -156,7 +158,7 @@ int main(int argc, char** argv) {
         if (!pools.HasSynced()) return false;
         (void)pools.Reconcile(key);
         const auto w = pools.Workers(key);
-        return w != nullptr && static_cast<int>(w->size()) == workers;
+        return w != nullptr && static_cast<int>(w->workers.size()) == workers;
       },
       std::chrono::minutes(2));
   if (!seen) return Fail("the controller did not see every worker");
@@ -184,7 +186,7 @@ int main(int argc, char** argv) {
   std::vector<double> publish;
   const auto pod_names = [&] {
     std::vector<std::string> names;
-    for (const auto& w : *pools.Workers(key)) names.push_back(w.pod);
+    for (const auto& w : pools.Workers(key)->workers) names.emplace_back(controller::PodName(w));
     return names;
   }();
   for (int i = 0; i < samples; ++i) {

@@ -24,6 +24,10 @@
 // BM_SessionHit and BM_StrategyPick/JouleWeighted also run at 1,000 workers on 1 and 2 threads
 // that share the pool: wall time per pick over all threads, which halves on 2 cores when nothing
 // pool-wide serialises the picks.
+// BM_PoolDirectoryFind     PoolDirectory::Find of a pool by its key ("namespace/name") among 1, 100
+//                          and 1,000 pools, the keys cycled through (each lookup checked), as
+//                          every pick will do before PoolState::Pick; also at 1,000 pools on 1
+//                          and 2 threads: the lookup takes no lock, so 2 threads halve it.
 // BM_SessionTableMemory and BM_PrefixIndexMemory fill a session table and a prefix index of
 // 1,000,000 entries (time: the whole fill) and report MemoryBytes() per entry (bytes_per_session,
 // bytes_per_block) and, as a cross-check, the growth of the process's resident set per entry
@@ -46,12 +50,13 @@
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/model.h"
+#include "routing/pool_directory.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/prefix_hash.h"
 #include "routing/prefix_index.h"
 #include "routing/session_table.h"
+#include "routing/worker.h"
 
 namespace {
 
@@ -391,6 +396,41 @@ void BM_PrefixIndexMemory(benchmark::State& state) {
   state.counters["rss_bytes_per_block"] = resident_growth / size;
 }
 
+// A directory of state.range(0) pools, "ns-K/pool-K", shared by the threads of a run.
+struct Directory {
+  routing::SessionBudget budget;
+  routing::PoolDirectory pools{budget};
+  std::vector<std::string> keys;
+};
+std::unique_ptr<Directory> directory;
+
+void SetUpDirectory(const benchmark::State& state) {
+  directory = std::make_unique<Directory>();
+  routing::PoolState::Options options;
+  options.session_affinity = false;  // the lookup is measured, not the pools' tables
+  options.prefix_affinity = false;
+  const auto now = std::chrono::steady_clock::time_point{};
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    directory->keys.push_back("ns-" + std::to_string(i) + "/pool-" + std::to_string(i));
+    directory->pools.Configure(directory->keys.back(), options, now);
+  }
+}
+
+void TearDownDirectory(const benchmark::State& /*state*/) { directory.reset(); }
+
+void BM_PoolDirectoryFind(benchmark::State& state) {
+  const std::vector<std::string>& keys = directory->keys;
+  std::size_t k = static_cast<std::size_t>(state.thread_index()) * 7919;
+  std::size_t missing = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    const std::string& key = keys[k++ % keys.size()];
+    const auto found = directory->pools.Find(key);
+    missing += found == nullptr ? 1 : 0;
+    benchmark::DoNotOptimize(found.get());
+  }
+  if (missing > 0) state.SkipWithError("a configured pool was not found");
+}
+
 // 10, 100 and 1,000 workers.
 void AtPoolSizes(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgName("workers")->RangeMultiplier(10)->Range(10, 1000);
@@ -438,6 +478,21 @@ BENCHMARK(BM_StrategyPick)
     ->Teardown(TearDown);
 BENCHMARK(BM_PrefixPick)->Apply(AtPoolSizes)->Setup(SetUpPrefixPick)->Teardown(TearDown);
 BENCHMARK(BM_PrefixIndexMiss)->ArgName("blocks")->Arg(64)->Arg(256);
+BENCHMARK(BM_PoolDirectoryFind)
+    ->ArgName("pools")
+    ->Arg(1)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Setup(SetUpDirectory)
+    ->Teardown(TearDownDirectory);
+BENCHMARK(BM_PoolDirectoryFind)
+    ->ArgName("pools")
+    ->Arg(1000)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime()
+    ->Setup(SetUpDirectory)
+    ->Teardown(TearDownDirectory);
 
 }  // namespace
 

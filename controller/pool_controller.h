@@ -76,7 +76,7 @@ class PoolController final : public PoolStore {
 
   // A pool's current workers ("namespace/name"), sorted by pod name; nullptr for a pool that is
   // not known or not yet reconciled.
-  std::shared_ptr<const std::vector<Worker>> Workers(const std::string& pool_key) const {
+  std::shared_ptr<const PoolMembers> Workers(const std::string& pool_key) const {
     return reconciler_.Workers(pool_key);
   }
 

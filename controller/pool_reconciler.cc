@@ -4,6 +4,7 @@
 
 #include "common/rfc3339.h"
 #include "controller/pool_status.h"
+#include "controller/routing_config.h"
 #include "telemetry/logging.h"
 
 namespace eoc::controller {
@@ -59,8 +60,7 @@ PoolReconciler::PoolReconciler(const PoolStore& store, PoolClient& client, kube:
       clock_(clock),
       metrics_(metrics) {}
 
-std::shared_ptr<const std::vector<Worker>> PoolReconciler::Workers(
-    const std::string& pool_key) const {
+std::shared_ptr<const PoolMembers> PoolReconciler::Workers(const std::string& pool_key) const {
   const std::lock_guard lock(mu_);
   const auto it = records_.find(pool_key);
   return it == records_.end() ? nullptr : it->second.workers;
@@ -71,8 +71,9 @@ std::vector<std::string> PoolReconciler::PoolsOnNode(const std::string& node) co
   const std::lock_guard lock(mu_);
   for (const auto& [key, record] : records_) {
     if (record.workers == nullptr) continue;
-    const auto& ws = *record.workers;
-    if (std::any_of(ws.begin(), ws.end(), [&](const Worker& w) { return w.node == node; })) {
+    const auto& notes = record.workers->notes;
+    if (std::any_of(notes.begin(), notes.end(),
+                    [&](const WorkerNotes& w) { return w.node == node; })) {
       keys.push_back(key);
     }
   }
@@ -86,6 +87,7 @@ void PoolReconciler::Forget(const std::string& key) {
     const std::lock_guard lock(mu_);
     known = records_.erase(key) > 0;
   }
+  if (options_.directory != nullptr) options_.directory->Remove(key);
   if (!known) return;
   const auto slash = key.find('/');
   if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
@@ -99,7 +101,7 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
     return Done();
   }
   const api::InferencePool& pool = object->pool;
-  std::shared_ptr<const std::vector<Worker>> workers;
+  std::shared_ptr<const PoolMembers> workers;
   {
     const std::lock_guard lock(mu_);
     workers = records_[key].workers;
@@ -110,28 +112,31 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
         pool.errors.empty()
             ? SelectWorkers(pool, store_.ListPods(),
                             [this](const std::string& node) { return store_.GetNode(node); })
-            : std::vector<Worker>{};
+            : PoolMembers{};
     if (workers == nullptr || *workers != selected) {
-      workers = std::make_shared<const std::vector<Worker>>(std::move(selected));
+      workers = std::make_shared<const PoolMembers>(std::move(selected));
       const std::lock_guard lock(mu_);
       records_[key].workers = workers;
     }
   }
-  if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->size());
+  if (options_.directory != nullptr && pool.errors.empty()) {
+    UpdatePoolDirectory(*options_.directory, pool, workers->workers, clock_.Now());
+  }
+  if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
   if (!leading_.load()) return Done();
   {
     const std::lock_guard lock(mu_);
     RecordAnnotationErrors(pool, *workers, records_[key]);
   }
-  return Publish(*object, *workers);
+  return Publish(*object, workers->workers);
 }
 
 void PoolReconciler::StatusWritten(StatusWrite outcome) {
   if (metrics_ != nullptr) metrics_->StatusWritten(outcome);
 }
 
-kube::Result<kube::ReconcileResult> PoolReconciler::Publish(const PoolObject& object,
-                                                            const std::vector<Worker>& workers) {
+kube::Result<kube::ReconcileResult> PoolReconciler::Publish(
+    const PoolObject& object, const std::vector<routing::Worker>& workers) {
   const std::string key = PoolKey(object.pool);
   PoolObject current = object;
   kube::Status conflict;
@@ -205,17 +210,19 @@ void PoolReconciler::RecordSpecEvents(const api::InferencePool& pool,
 }
 
 void PoolReconciler::RecordAnnotationErrors(const api::InferencePool& pool,
-                                            const std::vector<Worker>& workers,
-                                            PoolRecord& record) {
+                                            const PoolMembers& members, PoolRecord& record) {
   std::unordered_map<std::string, std::string> now;
-  for (const auto& w : workers) {
-    if (w.annotation_error.empty()) continue;
-    const auto it = record.annotation_errors.find(w.pod);
-    if (it == record.annotation_errors.end() || it->second != w.annotation_error) {
-      events_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation",
-                     "pod " + w.pod + ": " + w.annotation_error);
+  for (std::size_t i = 0; i < members.workers.size(); ++i) {
+    const std::string& error = members.notes[i].annotation_error;
+    if (error.empty()) continue;
+    const std::string pod(PodName(members.workers[i]));
+    const auto it = record.annotation_errors.find(pod);
+    if (it == record.annotation_errors.end() || it->second != error) {
+      std::string message = "pod ";
+      message.append(pod).append(": ").append(error);
+      events_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation", message);
     }
-    now.emplace(w.pod, w.annotation_error);
+    now.emplace(pod, error);
   }
   record.annotation_errors = std::move(now);
 }

@@ -34,6 +34,7 @@
 #include "kube/node_view.h"
 #include "kube/pod_view.h"
 #include "kube/write_fence.h"
+#include "routing/pool_directory.h"
 
 namespace eoc::telemetry {
 class Logger;
@@ -99,6 +100,9 @@ struct PoolReconcilerOptions {
   // Asked immediately before each status write: the Lease must be held at that moment, not only
   // when the reconcile began (the recorder has a fence of its own for Events). Empty: always.
   kube::WriteFence fence;
+  // Where the pick path finds each valid pool's routing state (written by every replica, as
+  // pools come, go, or change); null: none. Must outlive the reconciler.
+  routing::PoolDirectory* directory = nullptr;
 };
 
 class PoolReconciler final : public kube::Reconciler {
@@ -114,13 +118,13 @@ class PoolReconciler final : public kube::Reconciler {
 
   // A pool's current workers, sorted by pod name; nullptr for a pool not known or not yet
   // reconciled.
-  std::shared_ptr<const std::vector<Worker>> Workers(const std::string& pool_key) const;
+  std::shared_ptr<const PoolMembers> Workers(const std::string& pool_key) const;
   // The pools that have a worker on `node`.
   std::vector<std::string> PoolsOnNode(const std::string& node) const;
 
  private:
   struct PoolRecord {
-    std::shared_ptr<const std::vector<Worker>> workers;
+    std::shared_ptr<const PoolMembers> workers;
     Clock::TimePoint last_write{};
     std::unordered_map<std::string, std::string> annotation_errors;  // reported: pod -> error
   };
@@ -128,10 +132,10 @@ class PoolReconciler final : public kube::Reconciler {
   void Forget(const std::string& key);
   // Writes `object`'s status if it differs; on a conflict reads the pool again and recomputes.
   kube::Result<kube::ReconcileResult> Publish(const PoolObject& object,
-                                              const std::vector<Worker>& workers);
+                                              const std::vector<routing::Worker>& workers);
   void StatusWritten(StatusWrite outcome);
   void RecordSpecEvents(const api::InferencePool& pool, const api::InferencePoolStatus& written);
-  void RecordAnnotationErrors(const api::InferencePool& pool, const std::vector<Worker>& workers,
+  void RecordAnnotationErrors(const api::InferencePool& pool, const PoolMembers& members,
                               PoolRecord& record);
 
   const PoolStore& store_;

@@ -36,20 +36,23 @@ std::string DescribeErrors(const std::vector<api::FieldError>& errors) {
   return out;
 }
 
+std::span<const routing::Worker> PublishedWorkers(const std::vector<routing::Worker>& workers) {
+  return std::span(workers).first(std::min(workers.size(), api::kMaxRoutingTableWorkers));
+}
+
 api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
-                                    const std::vector<Worker>& workers,
+                                    const std::vector<routing::Worker>& workers,
                                     const std::optional<api::RoutingTable>& previous) {
   api::RoutingTable table;
-  table.strategy = std::string(api::ToString(spec.routing.strategy));
-  const std::size_t n = std::min(workers.size(), api::kMaxRoutingTableWorkers);
-  table.workers.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Worker& w = workers[i];
-    table.workers.push_back({.pod = w.pod,
+  table.strategy = std::string(StrategyName(spec.routing.strategy));
+  const auto published = PublishedWorkers(workers);
+  table.workers.reserve(published.size());
+  for (const routing::Worker& w : published) {
+    table.workers.push_back({.pod = std::string(PodName(w)),
                              .address = w.address,
-                             .weight = kEqualWeight,
-                             .draining = false,
-                             .models = w.models});
+                             .weight = w.weight,
+                             .draining = w.draining,
+                             .models = w.capability.models});
   }
   if (!previous) {
     table.generation = 1;
@@ -61,7 +64,8 @@ api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
 }
 
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
-                                       const std::vector<Worker>& workers, const std::string& now) {
+                                       const std::vector<routing::Worker>& workers,
+                                       const std::string& now) {
   api::InferencePoolStatus next = pool.status;
   const std::int64_t gen = pool.generation;
   next.observed_generation = gen;

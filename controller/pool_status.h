@@ -5,6 +5,7 @@
 //   if (next != pool.status) client.Update(..., "status");
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,20 +26,22 @@ inline constexpr const char* kAutoscalingDisabled = "AutoscalingDisabled";
 inline constexpr const char* kAutoscalerNotRunning = "AutoscalerNotRunning";
 }  // namespace reasons
 
-// The weight every worker has until measured load gives them their own (the signals issue).
-inline constexpr std::int32_t kEqualWeight = 1000;
+// The workers a routing table lists, and so the routing snapshot holds: the first
+// api::kMaxRoutingTableWorkers of `workers` (sorted by pod name).
+std::span<const routing::Worker> PublishedWorkers(const std::vector<routing::Worker>& workers);
 
-// The routing table for `workers` (at most api::kMaxRoutingTableWorkers), with the generation of
-// `previous` when nothing in it changed, else the next one.
+// The routing table for PublishedWorkers(workers), each with its weight and draining, with the
+// generation of `previous` when nothing in it changed, else the next one.
 api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
-                                    const std::vector<Worker>& workers,
+                                    const std::vector<routing::Worker>& workers,
                                     const std::optional<api::RoutingTable>& previous);
 
 // The whole status for `pool` as it should be now: conditions keep their transition times where
 // their status did not change (`now` is RFC 3339). A pool with an invalid spec keeps its last
 // routing table (its workers keep serving) and says why it is not Ready.
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
-                                       const std::vector<Worker>& workers, const std::string& now);
+                                       const std::vector<routing::Worker>& workers,
+                                       const std::string& now);
 
 // "spec.targetPort: ...; spec.selector: ..." (the first few errors, and how many more).
 std::string DescribeErrors(const std::vector<api::FieldError>& errors);

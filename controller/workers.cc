@@ -11,13 +11,24 @@ namespace {
 // A pod annotation may name this many models; more is a mistake, not a fleet.
 constexpr std::size_t kMaxAnnotatedModels = 64;
 
-std::string AcceleratorOf(const kube::PodView& pod) {
+Accelerator AcceleratorOf(const kube::PodView& pod) {
   for (const auto& [resource, units] : pod.extended_requests) {
     if (units <= 0) continue;
-    if (resource == "nvidia.com/gpu" || resource == "amd.com/gpu") return "GPU";
-    if (resource == "google.com/tpu") return "TPU";
+    if (resource == "nvidia.com/gpu" || resource == "amd.com/gpu") return Accelerator::kGpu;
+    if (resource == "google.com/tpu") return Accelerator::kTpu;
   }
-  return "CPU";
+  return Accelerator::kCpu;
+}
+
+// The spec's profile for the product, else for the class; none (all zero) when neither is there.
+routing::EnergyProfile ProfileFor(const routing::Capability& capability,
+                                  const api::EnergySpec& energy) {
+  const api::AcceleratorProfile* by_class = nullptr;
+  for (const auto& profile : energy.profiles) {
+    if (profile.accelerator == capability.accelerator_product) return profile.energy;
+    if (profile.accelerator == AcceleratorName(capability.accelerator)) by_class = &profile;
+  }
+  return by_class != nullptr ? by_class->energy : routing::EnergyProfile{};
 }
 
 // "a, b,,c" -> {"a", "b", "c"}; nullopt when it names no model or too many.
@@ -55,58 +66,78 @@ bool Selects(const api::InferencePool& pool, const kube::PodView& pod) {
   return pod.ns == pool.ns && !pool.spec.selector.empty() && pool.spec.selector.Matches(pod.labels);
 }
 
-Worker DescribeWorker(const kube::PodView& pod, const kube::NodeView* node,
-                      const api::InferencePoolSpec& spec) {
-  Worker w;
-  w.pod = pod.name;
+DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* node,
+                               const api::InferencePoolSpec& spec) {
+  DescribedWorker out;
+  routing::Worker& w = out.worker;
+  w.pod = pod.ns + "/" + pod.name;
+  w.key = routing::WorkerKeyOf(w.pod);
   // An IPv6 pod IP is written in brackets, so that the port stays separable.
   const bool v6 = pod.pod_ip.find(':') != std::string::npos;
   w.address = (v6 ? "[" + pod.pod_ip + "]" : pod.pod_ip) + ":" + std::to_string(spec.target_port);
-  w.node = pod.node_name;
-  w.accelerator = AcceleratorOf(pod);
-  w.accelerator_product = w.accelerator;
+  w.weight = kEqualWeight;
+  out.notes.node = pod.node_name;
+  routing::Capability& c = w.capability;
+  c.accelerator = AcceleratorOf(pod);
+  c.accelerator_product = AcceleratorName(c.accelerator);
   if (node != nullptr) {
     if (const std::string* product = kube::Lookup(node->labels, kGpuProductLabel)) {
-      w.accelerator = "GPU";
-      w.accelerator_product = *product;
+      c.accelerator = Accelerator::kGpu;
+      c.accelerator_product = *product;
     }
     if (const std::string* zone = kube::Lookup(node->labels, spec.carbon.zone_label)) {
-      w.zone = *zone;
+      c.zone = *zone;
     }
   }
-  w.models = spec.models;
-  w.max_concurrency = spec.routing.max_concurrency_per_worker.value_or(0);
+  c.models = spec.models;
+  c.max_concurrency = spec.routing.max_concurrency_per_worker.value_or(0);
+  std::string& error = out.notes.annotation_error;
   if (const std::string* models = kube::Lookup(pod.annotations, api::kModelsAnnotation)) {
     if (auto parsed = ParseModels(*models)) {
-      w.models = std::move(*parsed);
+      c.models = std::move(*parsed);
     } else {
-      w.annotation_error = std::string(api::kModelsAnnotation) + ": must list 1 to " +
-                           std::to_string(kMaxAnnotatedModels) + " model names, got " +
-                           Quoted(*models);
+      error = std::string(api::kModelsAnnotation) + ": must list 1 to " +
+              std::to_string(kMaxAnnotatedModels) + " model names, got " + Quoted(*models);
     }
   }
   if (const std::string* limit = kube::Lookup(pod.annotations, api::kMaxConcurrencyAnnotation)) {
     if (auto parsed = ParsePositive(*limit)) {
-      w.max_concurrency = *parsed;
+      c.max_concurrency = *parsed;
     } else {
-      if (!w.annotation_error.empty()) w.annotation_error += "; ";
-      w.annotation_error += std::string(api::kMaxConcurrencyAnnotation) +
-                            ": must be a positive integer, got " + Quoted(*limit);
+      if (!error.empty()) error += "; ";
+      error += std::string(api::kMaxConcurrencyAnnotation) + ": must be a positive integer, got " +
+               Quoted(*limit);
     }
   }
-  return w;
+  w.profile = ProfileFor(c, spec.energy);
+  return out;
 }
 
-std::vector<Worker> SelectWorkers(const api::InferencePool& pool,
-                                  const std::vector<std::shared_ptr<const kube::PodView>>& pods,
-                                  const NodeLookup& nodes) {
-  std::vector<Worker> out;
+std::string_view PodName(const routing::Worker& worker) {
+  const std::string_view pod = worker.pod;
+  return pod.substr(pod.find('/') + 1);  // npos + 1 == 0: the whole, for a pod without one
+}
+
+PoolMembers SelectWorkers(const api::InferencePool& pool,
+                          const std::vector<std::shared_ptr<const kube::PodView>>& pods,
+                          const NodeLookup& nodes) {
+  std::vector<DescribedWorker> selected;
   for (const auto& pod : pods) {
     if (!IsServing(*pod) || !Selects(pool, *pod)) continue;
     const auto node = pod->node_name.empty() ? nullptr : nodes(pod->node_name);
-    out.push_back(DescribeWorker(*pod, node.get(), pool.spec));
+    selected.push_back(DescribeWorker(*pod, node.get(), pool.spec));
   }
-  std::sort(out.begin(), out.end(), [](const Worker& a, const Worker& b) { return a.pod < b.pod; });
+  std::sort(selected.begin(), selected.end(),
+            [](const DescribedWorker& a, const DescribedWorker& b) {
+              return a.worker.pod < b.worker.pod;
+            });
+  PoolMembers out;
+  out.workers.reserve(selected.size());
+  out.notes.reserve(selected.size());
+  for (auto& [worker, notes] : selected) {
+    out.workers.push_back(std::move(worker));
+    out.notes.push_back(std::move(notes));
+  }
   return out;
 }
 

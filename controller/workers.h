@@ -1,11 +1,15 @@
 // Which pods of the cluster are a pool's workers, and what each can do: the membership half of
 // the reconciler, as pure functions over informer views, so that unit tests and the reconciler
-// run the same code.
+// run the same code. The workers are the routing engine's own type (routing::Worker): the
+// routing table the leader publishes (pool_status.h) and the snapshot that picks read
+// (routing_config.h) are both made from this one list. What only the controller needs of a
+// worker (its node, a bad annotation to report) goes beside it, in PoolMembers::notes.
 //
-//   std::vector<Worker> workers = SelectWorkers(pool, pods, [&](const std::string& node) {
+//   PoolMembers members = SelectWorkers(pool, pods, [&](const std::string& node) {
 //     return nodes.Get(node);   // nullptr when unknown
 //   });
-//   workers[0].address   // "10.0.3.7:8000"
+//   members.workers[0].address   // "10.0.3.7:8000"
+//   members.notes[0].node        // "node-a"
 #pragma once
 
 #include <cstdint>
@@ -18,43 +22,59 @@
 #include "api/inference_pool.h"
 #include "kube/node_view.h"
 #include "kube/pod_view.h"
+#include "routing/worker.h"
 
 namespace eoc::controller {
+
+// The weight every worker has until measured load gives them their own (the signals issue).
+inline constexpr std::int32_t kEqualWeight = 1000;
 
 // The node label that names a GPU's product (NVIDIA's GPU feature discovery sets it).
 inline constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
 
-// One ready pod of a pool, as the routing table and (later) the router see it.
-struct Worker {
-  std::string pod;      // the pod's name, in the pool's namespace
-  std::string address;  // "podIP:targetPort"
-  std::string node;
-  std::string accelerator;  // "GPU", "TPU" or "CPU"
-  // The node's nvidia.com/gpu.product, else the accelerator class: what energy profiles match.
-  std::string accelerator_product;
-  std::string zone;                  // the node's carbon.zoneLabel, "" when unknown
-  std::vector<std::string> models;   // empty: any model
-  std::int32_t max_concurrency = 0;  // 0: not limited
+// What the controller knows of a worker beyond what routing needs.
+struct WorkerNotes {
+  std::string node;  // the pod's node: a change of its labels reconciles the pool
   // What was wrong with the pod's own settings (a bad annotation), for an Event; the worker
   // still serves, with the spec's value in place of the bad one.
   std::string annotation_error;
 
-  bool operator==(const Worker&) const = default;
+  bool operator==(const WorkerNotes&) const = default;
+};
+
+// A pool's workers, sorted by pod name, and the notes on each (notes[i] is about workers[i]).
+struct PoolMembers {
+  std::vector<routing::Worker> workers;
+  std::vector<WorkerNotes> notes;
+
+  bool operator==(const PoolMembers&) const = default;
+};
+
+// One worker and its notes, as DescribeWorker makes them.
+struct DescribedWorker {
+  routing::Worker worker;
+  WorkerNotes notes;
 };
 
 // A pod that can take requests: Ready, not terminating, with a pod IP.
 bool IsServing(const kube::PodView& pod);
 
-// The worker a serving pod of `pool` makes; `node` may be null (not yet seen).
-Worker DescribeWorker(const kube::PodView& pod, const kube::NodeView* node,
-                      const api::InferencePoolSpec& spec);
+// The worker a serving pod of a pool with `spec` makes; `node` may be null (not yet seen). Its
+// `pod` is "namespace/name" and its key WorkerKeyOf that; its energy profile is the spec's for
+// its accelerator product, else for its accelerator class, else none (all zero); its weight is
+// kEqualWeight until measured load gives it its own (the signals issue).
+DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* node,
+                               const api::InferencePoolSpec& spec);
 
 using NodeLookup = std::function<std::shared_ptr<const kube::NodeView>(const std::string& name)>;
 
 // The pool's workers among `pods` (any namespaces; only the pool's is read), sorted by pod name.
-std::vector<Worker> SelectWorkers(const api::InferencePool& pool,
-                                  const std::vector<std::shared_ptr<const kube::PodView>>& pods,
-                                  const NodeLookup& nodes);
+PoolMembers SelectWorkers(const api::InferencePool& pool,
+                          const std::vector<std::shared_ptr<const kube::PodView>>& pods,
+                          const NodeLookup& nodes);
+
+// The worker's pod name without its namespace: the routing table's `pod` (the pool's namespace).
+std::string_view PodName(const routing::Worker& worker);
 
 // Whether `pod` belongs to `pool` by namespace and selector, ready or not.
 bool Selects(const api::InferencePool& pool, const kube::PodView& pod);

@@ -31,16 +31,25 @@
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/model.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/prefix_hash.h"
 #include "routing/session_table.h"
 #include "routing/wait_queue.h"
 #include "routing/weights.h"
+#include "routing/worker.h"
+#include "routing_table_input.h"
+#include "tour_format.h"
 
 namespace {
 
+using eoc::demo::Fixed;
+using eoc::demo::InputError;
+using eoc::demo::Pad;
+using eoc::demo::Percent;
+using eoc::demo::Quote;
+using eoc::demo::Right;
+using eoc::demo::Row;
 using eoc::routing::BlockHash;
 using eoc::routing::Load;
 using eoc::routing::PickOutcome;
@@ -53,10 +62,6 @@ using eoc::routing::Strategy;
 using eoc::routing::Worker;
 using eoc::routing::WorkerKey;
 using TimePoint = std::chrono::steady_clock::time_point;
-
-// Input bounds.
-constexpr std::size_t kMaxLines = 2000;
-constexpr std::size_t kMaxLineBytes = 4096;
 
 // The demo pool's model (crds/samples/vllm-pool.yaml); it seeds the prefix hashes.
 constexpr std::string_view kModel = "meta-llama/Meta-Llama-3-8B-Instruct";
@@ -86,103 +91,6 @@ constexpr std::array<double, 4> kJouleFactors = {1, 2, 4, 8};
 constexpr std::size_t kWhatWidth = 16;
 constexpr std::size_t kMaxPodWidth = 48;
 
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// One worker of the table on stdin.
-struct Row {
-  std::string pod;
-  std::string address;
-  std::int32_t weight = 0;
-};
-
-// At most 60 bytes of `line`, non-printable bytes as '?', quoted.
-std::string Quote(std::string_view line) {
-  std::string out = "\"";
-  for (const char c : line.substr(0, 60)) out += c >= ' ' && c <= '~' ? c : '?';
-  return out + (line.size() > 60 ? "...\"" : "\"");
-}
-
-std::string LineError(std::size_t number, std::string_view what) {
-  return "stdin line " + std::to_string(number) + ": " + std::string(what);
-}
-
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-std::vector<std::string_view> Fields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && IsSpace(line[i])) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && !IsSpace(line[i])) ++i;
-    if (i > start) fields.push_back(line.substr(start, i - start));
-  }
-  return fields;
-}
-
-// The next line of `in` into `line`, without its newline; false at the end of the input. Throws
-// InputError for a line longer than kMaxLineBytes, without reading the rest of it.
-bool ReadLine(std::istream& in, std::string& line, std::size_t number) {
-  line.clear();
-  bool any = false;
-  char c = 0;
-  while (in.get(c)) {
-    any = true;
-    if (c == '\n') return true;
-    if (line.size() == kMaxLineBytes) {
-      throw InputError(
-          LineError(number, "longer than " + std::to_string(kMaxLineBytes) + " bytes"));
-    }
-    line.push_back(c);
-  }
-  return any;
-}
-
-// The table on `in`: `POD ADDRESS WEIGHT` a line, blank lines skipped. Throws InputError.
-std::vector<Row> ReadTable(std::istream& in) {
-  std::vector<Row> rows;
-  std::unordered_map<std::string, std::size_t> line_of;  // pod -> its line
-  std::string line;
-  for (std::size_t number = 1; ReadLine(in, line, number); ++number) {
-    if (number > kMaxLines) {
-      throw InputError(
-          LineError(number, "more than " + std::to_string(kMaxLines) + " lines (workers)"));
-    }
-    const std::vector<std::string_view> fields = Fields(line);
-    if (fields.empty()) continue;
-    if (fields.size() != 3) {
-      throw InputError(LineError(number, "want POD ADDRESS WEIGHT, got " +
-                                             std::to_string(fields.size()) +
-                                             " fields: " + Quote(line)));
-    }
-    const std::string_view text = fields[2];
-    std::int64_t weight = -1;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), weight);
-    if (error != std::errc{} || end != text.data() + text.size() || weight < 0 ||
-        weight > eoc::routing::kMaxWeight) {
-      throw InputError(LineError(number, "weight " + Quote(text) + " is not an integer 0-" +
-                                             std::to_string(eoc::routing::kMaxWeight)));
-    }
-    Row row{.pod = std::string(fields[0]),
-            .address = std::string(fields[1]),
-            .weight = static_cast<std::int32_t>(weight)};
-    if (const auto [it, added] = line_of.emplace(row.pod, number); !added) {
-      throw InputError(LineError(number, "pod " + Quote(row.pod) + " is listed already, on line " +
-                                             std::to_string(it->second)));
-    }
-    rows.push_back(std::move(row));
-  }
-  if (rows.empty()) {
-    throw InputError(
-        "stdin: no workers (want one `POD ADDRESS WEIGHT` a line, as "
-        "status.routing.workers lists them)");
-  }
-  return rows;
-}
-
 // A scrape: `running` sequences, `free` of kBlocksTotal KV blocks free.
 Load Scrape(double running, std::int64_t free) {
   return Load{.running = running,
@@ -192,24 +100,6 @@ Load Scrape(double running, std::int64_t free) {
               .block_size = kBlockSize,
               .available = true};
 }
-
-std::string Pad(std::string_view text, std::size_t width) {
-  std::string out(text);
-  if (out.size() < width) out.append(width - out.size(), ' ');
-  return out;
-}
-
-std::string Right(const std::string& text, std::size_t width) {
-  return text.size() < width ? std::string(width - text.size(), ' ') + text : text;
-}
-
-std::string Fixed(double value, int precision) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(precision) << value;
-  return out.str();
-}
-
-std::string Percent(double fraction) { return Fixed(100 * fraction, 1) + "%"; }
 
 // A prompt that starts with a long shared system prompt.
 std::string Prompt(std::string_view question) {
@@ -533,23 +423,20 @@ int main(int argc, char** argv) {
       "one worker a line: POD ADDRESS WEIGHT"};
   std::string strategy_name(eoc::routing::StrategyName(Strategy::kJouleWeighted));
   std::uint64_t seed = 1;
-  app.add_option("--strategy", strategy_name,
-                 "routing.strategy: RoundRobin, LeastBusy, LatencyWeighted, JouleWeighted or "
-                 "CarbonWeighted")
+  app.add_option("--strategy", strategy_name, "routing.strategy: " + eoc::demo::StrategyNames())
       ->capture_default_str();
   app.add_option("--seed", seed, "seed of the picks' random numbers")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const std::optional<Strategy> strategy = eoc::routing::StrategyNamed(strategy_name);
   if (!strategy) {
-    std::cerr << "eoc-routing-tour: --strategy " << Quote(strategy_name)
-              << ": not one of RoundRobin, LeastBusy, LatencyWeighted, JouleWeighted, "
-                 "CarbonWeighted\n";
+    std::cerr << "eoc-routing-tour: --strategy " << Quote(strategy_name) << ": not one of "
+              << eoc::demo::StrategyNames() << "\n";
     return 2;
   }
   std::vector<Row> rows;
   try {
-    rows = ReadTable(std::cin);
+    rows = eoc::demo::ReadTable(std::cin);
   } catch (const InputError& e) {
     std::cerr << "eoc-routing-tour: " << e.what() << "\n";
     return 2;

@@ -25,13 +25,8 @@ inline constexpr std::array<EnumName<MetricsAccess>, 2> kMetricsAccessNames{{
     {MetricsAccess::kApiServerProxy, "APIServerProxy"},
 }};
 
-inline constexpr std::array<EnumName<Strategy>, 5> kStrategyNames{{
-    {Strategy::kRoundRobin, "RoundRobin"},
-    {Strategy::kLeastBusy, "LeastBusy"},
-    {Strategy::kLatencyWeighted, "LatencyWeighted"},
-    {Strategy::kJouleWeighted, "JouleWeighted"},
-    {Strategy::kCarbonWeighted, "CarbonWeighted"},
-}};
+// Shared with the routing engine: common/routing_terms.h holds the one table.
+using eoc::kStrategyNames;
 
 inline constexpr std::array<EnumName<ScalingMode>, 2> kScalingModeNames{{
     {ScalingMode::kApply, "Apply"},

@@ -49,9 +49,6 @@ std::string_view ToString(Engine value) {
 std::string_view ToString(MetricsAccess value) {
   return internal::EnumToString(value, internal::kMetricsAccessNames);
 }
-std::string_view ToString(Strategy value) {
-  return internal::EnumToString(value, internal::kStrategyNames);
-}
 std::string_view ToString(ScalingMode value) {
   return internal::EnumToString(value, internal::kScalingModeNames);
 }

@@ -21,8 +21,14 @@
 #include <vector>
 
 #include "api/label_selector.h"
+#include "common/routing_terms.h"
 
 namespace eoc::api {
+
+// The routing words this API shares with the routing engine, defined once (routing_terms.h).
+using eoc::Accelerator;
+using eoc::EnergyProfile;
+using eoc::Strategy;
 
 inline constexpr std::string_view kGroup = "eoc.dev";
 inline constexpr std::string_view kVersion = "v1alpha1";
@@ -39,20 +45,13 @@ inline constexpr std::size_t kMaxRoutingTableWorkers = 2000;
 
 enum class Engine : std::uint8_t { kVllm, kSglang, kTrtllm, kGeneric };
 enum class MetricsAccess : std::uint8_t { kDirect, kApiServerProxy };
-enum class Strategy : std::uint8_t {
-  kRoundRobin,
-  kLeastBusy,
-  kLatencyWeighted,
-  kJouleWeighted,
-  kCarbonWeighted
-};
 enum class ScalingMode : std::uint8_t { kApply, kRecommend };
 enum class EnergySource : std::uint8_t { kAuto, kDcgm, kKepler, kStatic };
 
-// The names as they are written in the CRD ("vllm", "APIServerProxy", "JouleWeighted", ...).
+// The names as they are written in the CRD ("vllm", "APIServerProxy", ...); the strategy's is
+// StrategyName (common/routing_terms.h).
 std::string_view ToString(Engine value);
 std::string_view ToString(MetricsAccess value);
-std::string_view ToString(Strategy value);
 std::string_view ToString(ScalingMode value);
 std::string_view ToString(EnergySource value);
 
@@ -118,17 +117,18 @@ struct RoutingSpec {
   std::int32_t publish_interval_seconds = 0;
 };
 
-// Power figures of one accelerator: a node's `nvidia.com/gpu.product`, or a class ("GPU", "CPU").
-struct EnergyProfile {
+// One entry of `energy.profiles`: the power figures of one accelerator, named by a node's
+// `nvidia.com/gpu.product` or by a class (AcceleratorName: "GPU", "CPU", ...).
+struct AcceleratorProfile {
   std::string accelerator;
-  double idle_watts = 0;
-  double max_watts = 0;
-  double max_tokens_per_second = 0;
+  EnergyProfile energy;
+
+  bool operator==(const AcceleratorProfile&) const = default;
 };
 
 struct EnergySpec {
   EnergySource source = EnergySource::kAuto;
-  std::vector<EnergyProfile> profiles;
+  std::vector<AcceleratorProfile> profiles;
 };
 
 struct ConfigMapKeyRef {
@@ -194,7 +194,7 @@ struct RoutingWorker {
 };
 
 struct RoutingTable {
-  std::string strategy;  // as ToString(Strategy)
+  std::string strategy;  // as StrategyName
   std::int64_t generation = 0;
   std::vector<RoutingWorker> workers;  // sorted by pod name, at most kMaxRoutingTableWorkers
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "common/enum_name.h"
 
 namespace eoc::api::internal {
 
@@ -61,11 +62,9 @@ struct StringRule {
   std::string_view expected;
 };
 
-template <class E>
-struct EnumName {
-  E value;
-  std::string_view name;
-};
+using eoc::EnumName;
+using eoc::EnumNamed;
+using eoc::EnumToString;
 
 // Each of these reads one value at `path`; on a problem it appends an error and returns nullopt.
 // JSON numbers with an integral value (5.0) are integers, as the API server takes them.
@@ -86,10 +85,7 @@ template <class E, std::size_t N>
 std::optional<E> ReadEnum(const nlohmann::json& value, const std::array<EnumName<E>, N>& names,
                           const std::string& path, std::vector<FieldError>& errors) {
   if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    for (const EnumName<E>& n : names) {
-      if (n.name == text) return n.value;
-    }
+    if (auto e = EnumNamed(value.get_ref<const std::string&>(), names)) return e;
   }
   std::string message = "must be one of ";
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -98,15 +94,6 @@ std::optional<E> ReadEnum(const nlohmann::json& value, const std::array<EnumName
   }
   errors.push_back({path, message + ", got " + Describe(value)});
   return std::nullopt;
-}
-
-// The name of `value` in `names` ("" when it is not there).
-template <class E, std::size_t N>
-std::string_view EnumToString(E value, const std::array<EnumName<E>, N>& names) {
-  for (const EnumName<E>& n : names) {
-    if (n.value == value) return n.name;
-  }
-  return "";
 }
 
 // The fields of one JSON object at `path`. An absent object reads as one with no fields; one

@@ -109,12 +109,13 @@ void ParseEnergy(const ObjectReader& e, EnergySpec& out, std::vector<FieldError>
   for (std::size_t i = 0; i < profiles->size(); ++i) {
     const std::size_t before = errors.size();
     const ObjectReader p(&(*profiles)[i], Index(e.Path("profiles"), i), errors);
-    EnergyProfile profile;
+    AcceleratorProfile profile;
+    EnergyProfile& energy = profile.energy;
     if (p.Require("accelerator")) p.String("accelerator", profile.accelerator, rules::kAccelerator);
-    if (p.Require("idleWatts")) p.Number("idleWatts", profile.idle_watts, rules::kWatts);
-    if (p.Require("maxWatts")) p.Number("maxWatts", profile.max_watts, rules::kWatts);
+    if (p.Require("idleWatts")) p.Number("idleWatts", energy.idle_watts, rules::kWatts);
+    if (p.Require("maxWatts")) p.Number("maxWatts", energy.max_watts, rules::kWatts);
     if (p.Require("maxTokensPerSecond")) {
-      p.Number("maxTokensPerSecond", profile.max_tokens_per_second, rules::kTokensPerSecond);
+      p.Number("maxTokensPerSecond", energy.max_tokens_per_second, rules::kTokensPerSecond);
     }
     if (errors.size() != before) continue;
     if (!seen.insert(profile.accelerator).second) {

@@ -153,9 +153,9 @@ void CheckEnergy(const EnergySpec& e, const Checker& check) {
     check.Error("spec.energy.profiles", "required when source is Static");
   }
   for (std::size_t i = 0; i < e.profiles.size(); ++i) {
-    const EnergyProfile& p = e.profiles[i];
+    const EnergyProfile& p = e.profiles[i].energy;
     const std::string path = "spec.energy.profiles[" + std::to_string(i) + "]";
-    check.String(path + ".accelerator", p.accelerator, rules::kAccelerator);
+    check.String(path + ".accelerator", e.profiles[i].accelerator, rules::kAccelerator);
     check.Number(path + ".idleWatts", p.idle_watts, rules::kWatts);
     check.Number(path + ".maxWatts", p.max_watts, rules::kWatts);
     if (p.max_watts < p.idle_watts) {

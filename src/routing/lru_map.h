@@ -35,6 +35,14 @@ class LruMap {
 
   std::size_t Size() const { return size_; }
   std::size_t Capacity() const { return capacity_; }
+  // A new bound (capped as the constructor's): past it, the least recently used entries go.
+  // Returns how many went. Node storage stays at its high-water mark.
+  std::size_t SetCapacity(std::size_t capacity) {
+    capacity_ = std::min<std::size_t>(capacity, kNil - 1);
+    std::size_t evicted = 0;
+    for (; size_ > capacity_; ++evicted) PopOldest();
+    return evicted;
+  }
   bool Empty() const { return size_ == 0; }
   bool Full() const { return size_ >= capacity_; }
 

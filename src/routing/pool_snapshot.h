@@ -52,7 +52,7 @@
 #include "common/text.h"
 #include "routing/alias_table.h"
 #include "routing/maglev.h"
-#include "routing/model.h"
+#include "routing/worker.h"
 
 namespace eoc::routing {
 

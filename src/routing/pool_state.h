@@ -42,18 +42,34 @@
 // not draining, the least busy one with room is chosen by a scan (O(workers); only then), rather
 // than waiting for the next generation.
 //
-// When no worker has room, the pick waits (status kQueued) in the pool's FIFO queue until its
-// deadline and its `done` is called exactly once (unless Cancel takes it back first), from
-// whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a lock of this
-// object is held): kPicked with reason `queued` when capacity appears, kTimedOut at the
-// deadline, kUnavailable when waiting becomes impossible. While picks for a model wait, new picks
-// for that model queue behind them rather than overtake them (picks for other models may pass);
-// released waiters are placed oldest first.
-// Immediate refusals: kQueueFull (429: max_queue waiting), kUnavailable (503: the pool has no
-// worker and `wait_without_workers` is off, or queueing is off; or the model name is longer than
-// kMaxModelNameBytes, so no worker can list it), kNotPublished (503: no snapshot yet), kTimedOut
-// (504: the deadline is already past). A waiting pick keeps its model name and the first
-// kMaxPrefixBlocks prefix hashes (the only ones used), so the queue's memory is bounded.
+// When no worker has room, the pick waits (status kQueued, waiting_picks.h) in the pool's FIFO
+// queue until its deadline and its `done` is called exactly once (unless Cancel takes it back
+// first), from whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a
+// lock of this object is held): kPicked with reason `queued` when capacity appears, kTimedOut at
+// the deadline, kUnavailable when waiting becomes impossible. While picks for a model wait, new
+// picks for that model queue behind them rather than overtake them (picks for other models may
+// pass); released waiters are placed oldest first. Immediate refusals: kQueueFull (429: max_queue
+// waiting), kUnavailable (503: the pool has no worker and `wait_without_workers` is off, or
+// queueing is off; or the model name is longer than kMaxModelNameBytes, so no worker can list it),
+// kNotPublished (503: no snapshot yet), kTimedOut (504: the deadline is already past). A waiting
+// pick keeps its model name and the first kMaxPrefixBlocks prefix hashes (the only ones used), so
+// the queue's memory is bounded.
+//
+// A changed `spec.routing` is applied in place (Reconfigure), and this is what survives it:
+//   sessions       kept across a change of strategy (that comes with the next snapshot), of
+//                  `ttlSeconds` (the new ttl counts from each binding's last use) and of
+//                  `maxSessions` (a smaller one evicts the least recently used down to it);
+//                  dropped when session affinity is turned off, and a new table starts empty when
+//                  it is turned on again.
+//   prefix index   kept unless `blockSizeTokens` or `maxBlocks` changes or prefix affinity is
+//                  turned off or on: then emptied (hashes of blocks of another size never match
+//                  again; a new bound starts a new index).
+//   loads, counts  always kept (they belong to the workers, not to the spec).
+//   wait queue     kept: a smaller `maxQueue` refuses new picks while more wait.
+//   the rest       (`loadMargin`, `kvBlockBudget`, the default token counts, waiting without
+//                  workers) applies from the next pick.
+// The parts a pick reads (the snapshot, the cells, the options, the session table and the prefix
+// index) are one immutable view, swapped whole (published.h), so a pick sees one configuration.
 #pragma once
 
 #include <atomic>
@@ -64,63 +80,19 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <span>
-#include <string>
-#include <string_view>
 #include <unordered_map>
-#include <vector>
 
-#include "common/text.h"
 #include "routing/ids.h"
-#include "routing/model.h"
+#include "routing/pick.h"
 #include "routing/pool_snapshot.h"
 #include "routing/prefix_index.h"
+#include "routing/published.h"
 #include "routing/session_table.h"
-#include "routing/wait_queue.h"
+#include "routing/waiting_picks.h"
+#include "routing/worker.h"
+#include "routing/worker_cell.h"
 
 namespace eoc::routing {
-
-// Why a pick chose its worker; the pick endpoint's `reason`.
-enum class PickReason { kSession, kSessionOverflow, kPrefix, kStrategy, kQueued };
-// "session", "session-overflow", "prefix", "strategy", "queued".
-std::string_view ToString(PickReason reason);
-
-// What became of a pick. The pick endpoint answers kQueueFull with 429, kUnavailable and
-// kNotPublished with 503, kTimedOut with 504.
-enum class PickStatus {
-  kPicked,        // a worker was chosen
-  kNoRoom,        // TryPick only: no worker has room now (Pick would wait)
-  kQueued,        // waiting; `done` will be called
-  kQueueFull,     // the wait queue holds max_queue picks
-  kUnavailable,   // no worker to wait for and no way to get one, or queueing is off
-  kNotPublished,  // the pool has no routing generation yet
-  kTimedOut,      // the deadline passed while waiting (or before)
-};
-std::string_view ToString(PickStatus status);
-
-// One pick's inputs. Views: they need only outlive the call (Pick copies what a waiting pick
-// keeps).
-struct PickRequest {
-  std::string_view model;              // empty: any model; longer than kMaxModelNameBytes: none
-  std::optional<SessionHash> session;  // SessionHashOf(session id)
-  std::span<const BlockHash> prefix;   // the prompt's block hashes (PrefixHashes), may be empty
-  std::int64_t prompt_tokens = 0;      // 0 or less: the pool's default
-  std::int64_t expected_tokens = 0;    // 0 or less: the pool's default
-};
-
-struct PickOutcome {
-  PickStatus status = PickStatus::kUnavailable;
-  PickReason reason = PickReason::kStrategy;     // when kPicked
-  std::size_t index = 0;                         // the worker's index in `snapshot`
-  std::shared_ptr<const PoolSnapshot> snapshot;  // when kPicked: the generation it came from
-  std::uint64_t ticket = 0;                      // when kQueued: for Cancel
-
-  bool picked() const { return status == PickStatus::kPicked; }
-  // When picked: the worker (its address, pod, key).
-  const Worker& worker() const { return snapshot->worker(index); }
-};
-
-using PickCallback = std::function<void(const PickOutcome&)>;
 
 class PoolState {
  public:
@@ -131,6 +103,8 @@ class PoolState {
     SessionTable::Options sessions;  // maxSessions, ttlSeconds
     bool prefix_affinity = true;     // routing.prefixAffinity.enabled
     PrefixIndex::Options prefix;     // maxBlocks
+    // routing.prefixAffinity.blockSizeTokens: how callers cut prompts into blocks (PrefixHashes).
+    std::int32_t block_size_tokens = 16;
     // How much busier (in busyness: 1 = one worker's max concurrency) than the strategy's choice a
     // prefix match may be and still win.
     double prefix_load_margin = 0.25;
@@ -141,6 +115,8 @@ class PoolState {
     // Whether a pick may wait while the pool has no worker at all (the autoscaler can scale it
     // from zero); otherwise such picks answer kUnavailable and waiting ones are released so.
     bool wait_without_workers = false;
+
+    bool operator==(const Options&) const = default;
   };
 
   // How a pick that finds no room waits.
@@ -162,6 +138,15 @@ class PoolState {
   // placed again. Offers the new capacity to waiting picks.
   void SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePoint now);
   std::shared_ptr<const PoolSnapshot> snapshot() const;
+
+  // A changed spec.routing, applied in place (what survives: see above). Offers any capacity
+  // the change made (a budget turned off, a longer queue) to waiting picks.
+  void Reconfigure(const Options& options, TimePoint now);
+
+  // The pool is gone: its waiting picks answer kUnavailable now, and new picks that find no room
+  // answer so too (until a SetSnapshot, which a retired pool does not get); its sessions are
+  // forgotten, their budget given back.
+  void Retire();
 
   // A scrape of one worker: its load replaces the last, and the picks and blocks this replica sent
   // it since the last scrape start again from 0. Unknown keys are ignored (false). Offers any
@@ -190,13 +175,15 @@ class PoolState {
   std::optional<double> Busyness(WorkerKey worker) const;
   std::optional<bool> HasRoom(WorkerKey worker, std::int64_t tokens) const;
 
-  const SessionTable* sessions() const { return sessions_.get(); }
-  SessionTable* sessions() { return sessions_.get(); }
-  const PrefixIndex* prefix_index() const { return prefix_.get(); }
-  std::size_t Waiting() const { return queue_.Size(); }
+  // The current session table (null when session affinity is off) and prefix index (null when
+  // prefix affinity is off); a Reconfigure may replace them.
+  std::shared_ptr<SessionTable> sessions() const;
+  std::shared_ptr<const PrefixIndex> prefix_index() const;
+  std::size_t Waiting() const { return waiting_.Size(); }
   // Bytes of request the waiting picks keep (model names and prefix hashes).
-  std::size_t WaitingBytes() const;
-  const Options& options() const { return options_; }
+  std::size_t WaitingBytes() const { return waiting_.KeptBytes(); }
+  // The options now in force.
+  Options options() const;
 
   // Test seam: called by every KV-block reservation between reading the worker's budget and
   // swapping it, on the picking thread, so that a test can land a scrape there. Null by default
@@ -204,66 +191,32 @@ class PoolState {
   void SetReserveHookForTesting(std::function<void()> hook) { reserve_hook_ = std::move(hook); }
 
  private:
-  struct Cell;  // one worker's scraped load and local counters (atomics)
-  struct View;  // a snapshot and its workers' cells, by index
-  // A pick that waits: its request, kept (bounded: see Pick).
-  struct Waiter {
-    std::string model;
-    std::optional<SessionHash> session;
-    std::vector<BlockHash> prefix;
-    std::int64_t prompt_tokens = 0;
-    std::int64_t expected_tokens = 0;
-    std::uint64_t random = 0;
-    PickCallback done;
-    PickOutcome outcome;  // set when released
+  struct View;  // what a pick reads: a snapshot, its workers' cells, the options and tables
+  using ViewPtr = std::shared_ptr<const View>;
 
-    PickRequest Request() const;
-    std::size_t KeptBytes() const { return model.size() + prefix.size() * sizeof(BlockHash); }
-  };
-
-  // The current view as this thread holds it (see view_ below), with its snapshot under a
-  // reference count of this thread's own, so that picks on different threads do not all write
-  // one shared count (measured: two threads picked slower than one without it).
-  struct ViewHandle {
-    std::shared_ptr<const View> view;              // null before the first snapshot
-    std::shared_ptr<const PoolSnapshot> snapshot;  // view->snapshot, for PickOutcome
-  };
-  // Valid until this thread's next LoadView() of any pool: copy it to keep it longer.
-  const ViewHandle& LoadView() const;
-  std::int64_t TokensOf(const PickRequest& request) const;
+  // The current view (never null), as this thread's cache holds it (published.h).
+  const ViewPtr& LoadView() const;
+  // Publishes `next` as the current view; under update_mu_.
+  void PublishLocked(View next);
+  // Empties the current view's session table and prefix index for good (Retire, destruction);
+  // under update_mu_.
+  void DetachTablesLocked();
   // Steps 1-3 against `view`, reserving the chosen worker's budget; kNoRoom if none has room.
-  PickOutcome Decide(const ViewHandle& handle, const PickRequest& request, std::uint64_t random,
+  PickOutcome Decide(const ViewPtr& view, const PickRequest& request, std::uint64_t random,
                      TimePoint now, bool released) const;
-  // Whether picks for `model` are waiting (new ones go behind them).
-  bool ModelWaiting(std::string_view model) const;
-  void CountWaiting(const Waiter& waiter, std::ptrdiff_t delta);
   // Offers capacity to the waiting picks, oldest first, and answers the placed ones.
   void ReleaseWaiting(TimePoint now);
-  // Calls each waiter's `done` with `status` (no lock held).
-  void Answer(const std::vector<Waiter>& waiters, PickStatus status);
 
-  const Options options_;
-  std::unique_ptr<SessionTable> sessions_;  // null when session affinity is off
-  std::unique_ptr<PrefixIndex> prefix_;     // null when prefix affinity is off
-  // The current view. Picks read it through a per-thread cache checked against view_version_
-  // (one atomic load; no lock unless the view changed since this thread last saw it).
-  // std::atomic<std::shared_ptr> would do, but libstdc++ 12's is a spin lock that
-  // ThreadSanitizer reports as racy (google/sanitizers#1558).
-  const std::uint64_t id_;  // unique in the process: the per-thread cache's key
-  mutable std::mutex view_mu_;
-  std::shared_ptr<const View> view_;  // guarded by view_mu_
-  std::atomic<std::uint64_t> view_version_{0};
+  SessionBudget& budget_;
+  Published<View> view_;
   mutable std::atomic<std::uint64_t> round_robin_{0};
 
-  std::mutex update_mu_;  // serialises SetSnapshot and ObserveLoad
-  std::unordered_map<WorkerKey, std::shared_ptr<Cell>> cells_;  // guarded by update_mu_
+  std::mutex update_mu_;  // serialises SetSnapshot, Reconfigure and ObserveLoad
+  std::unordered_map<WorkerKey, std::shared_ptr<WorkerCell>> cells_;  // guarded by update_mu_
 
-  WaitQueue<Waiter> queue_;
-  mutable std::mutex waiting_mu_;
-  StringMap<std::size_t> waiting_models_;  // guarded by waiting_mu_
-  std::size_t waiting_bytes_ = 0;          // guarded by waiting_mu_
+  WaitingPicks waiting_;
   std::atomic<TimePoint::rep> last_sweep_{0};
-  // Moves whenever capacity may have appeared (a snapshot, a scrape).
+  // Moves whenever capacity may have appeared (a snapshot, a scrape, a new configuration).
   std::atomic<std::uint64_t> capacity_epoch_{0};
   std::function<void()> reserve_hook_;  // SetReserveHookForTesting
 };

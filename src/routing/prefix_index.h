@@ -54,6 +54,8 @@ class PrefixIndex {
     // Shards (rounded up to a power of two, at most 1024 and at most max_blocks). 0: chosen from
     // max_blocks, 64 for large indexes, fewer for small ones so each keeps at least 64 blocks.
     std::size_t shards = 0;
+
+    bool operator==(const Options&) const = default;
   };
 
   struct Match {
@@ -76,6 +78,9 @@ class PrefixIndex {
   template <typename Eligible>
   std::optional<Match> LongestMatch(std::span<const BlockHash> blocks, Eligible&& eligible) const;
 
+  // Forgets every block and frees their memory (the bound stays): for an index being dropped while
+  // views of it may live on a while in threads' caches (published.h).
+  void Clear() { shards_.Clear(); }
   // Blocks held.
   std::size_t Size() const;
   // Bytes held by the index and its shards.

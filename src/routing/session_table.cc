@@ -17,16 +17,21 @@ constexpr std::size_t kReclaimPerBind = 8;
 }  // namespace
 
 SessionTable::SessionTable(const Options& options, SessionBudget& budget)
-    : options_(options),
+    : shard_option_(options.shards),
+      max_sessions_(options.max_sessions),
+      ttl_(options.ttl.count()),
       budget_(budget),
       shards_(options.max_sessions, options.shards, kMinSessionsPerShard) {}
 
-SessionTable::~SessionTable() { budget_.Release(Size()); }
+SessionTable::~SessionTable() {
+  if (!detached_.load()) budget_.Release(Size());
+}
 
 bool SessionTable::Expired(const Binding& binding, TimePoint now) const {
-  if (options_.ttl <= std::chrono::nanoseconds::zero()) return false;
+  const std::chrono::nanoseconds ttl = Ttl();
+  if (ttl <= std::chrono::nanoseconds::zero()) return false;
   const TimePoint last_used{TimePoint::duration(binding.last_used)};
-  return now - last_used >= options_.ttl;
+  return now - last_used >= ttl;
 }
 
 std::optional<WorkerKey> SessionTable::Lookup(SessionHash session, TimePoint now) {
@@ -49,9 +54,9 @@ std::optional<SessionTable::Entry> SessionTable::Peek(SessionHash session, TimeP
   const Binding* binding = shard.map.Find(session);
   if (binding == nullptr || Expired(*binding, now)) return std::nullopt;
   Entry entry{.worker = binding->worker, .expires = TimePoint::max()};
-  if (options_.ttl > std::chrono::nanoseconds::zero()) {
+  if (const std::chrono::nanoseconds ttl = Ttl(); ttl > std::chrono::nanoseconds::zero()) {
     entry.expires = TimePoint{TimePoint::duration(binding->last_used)} +
-                    std::chrono::duration_cast<TimePoint::duration>(options_.ttl);
+                    std::chrono::duration_cast<TimePoint::duration>(ttl);
   }
   return entry;
 }
@@ -59,12 +64,13 @@ std::optional<SessionTable::Entry> SessionTable::Peek(SessionHash session, TimeP
 bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
   const std::size_t index = shards_.IndexOf(session);
   Shard& shard = shards_.At(index);
-  if (shard.map.Capacity() == 0) return false;
   const Binding fresh{.worker = worker, .last_used = now.time_since_epoch().count()};
   // Twice at most: the second time after freeing a budget unit in another shard.
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
       const std::lock_guard lock(shard.mu);
+      // Under the lock: Resize may change the capacity, Detach empties the shard after the flag.
+      if (shard.map.Capacity() == 0 || detached_.load(std::memory_order_relaxed)) return false;
       if (Binding* binding = shard.map.Touch(session)) {
         *binding =
             Binding{.worker = worker, .last_used = std::max(binding->last_used, fresh.last_used)};
@@ -102,6 +108,28 @@ bool SessionTable::Forget(SessionHash session) {
   if (!shard.map.Erase(session)) return false;
   budget_.Release(1);
   return true;
+}
+
+std::size_t SessionTable::Detach() {
+  if (detached_.exchange(true)) return 0;
+  // Binds check the flag under their shard's lock: none lands in a shard after it is cleared.
+  const std::size_t removed = shards_.Clear();
+  budget_.Release(removed);
+  return removed;
+}
+
+std::size_t SessionTable::Resize(std::size_t max_sessions, std::chrono::nanoseconds ttl) {
+  ttl_.store(ttl.count(), std::memory_order_relaxed);
+  max_sessions_.store(max_sessions, std::memory_order_relaxed);
+  const std::size_t evicted = shards_.SetCapacity(max_sessions);
+  budget_.Release(evicted);
+  return evicted;
+}
+
+SessionTable::Options SessionTable::options() const {
+  return {.max_sessions = max_sessions_.load(std::memory_order_relaxed),
+          .ttl = Ttl(),
+          .shards = shard_option_};
 }
 
 std::size_t SessionTable::Sweep(TimePoint now) {

@@ -91,6 +91,8 @@ class SessionTable {
     // Shards (rounded up to a power of two, at most 1024 and at most max_sessions). 0: chosen from
     // max_sessions, 64 for large tables, fewer for small ones so each keeps at least 64 sessions.
     std::size_t shards = 0;
+
+    bool operator==(const Options&) const = default;
   };
 
   // What the table holds for a session.
@@ -101,7 +103,7 @@ class SessionTable {
 
   // `budget` must outlive the table.
   SessionTable(const Options& options, SessionBudget& budget);
-  // Gives the table's sessions back to the budget.
+  // Gives the table's sessions back to the budget (unless Detach() did).
   ~SessionTable();
   SessionTable(const SessionTable&) = delete;
   SessionTable& operator=(const SessionTable&) = delete;
@@ -120,6 +122,16 @@ class SessionTable {
   bool Bind(SessionHash session, WorkerKey worker, TimePoint now);
   // Removes the binding; false if there was none.
   bool Forget(SessionHash session);
+  // For a table being dropped while views of it may live on a while (in threads' caches:
+  // published.h), perhaps past the budget: removes every binding, gives their budget back and
+  // frees their memory; from then on the table binds nothing and never touches the budget again
+  // (its destructor included). Returns how many bindings went.
+  std::size_t Detach();
+  // A changed bound and ttl (a pool's `sessionAffinity`), in place: bindings stay. A smaller
+  // `max_sessions` evicts the least recently used of each shard down to its share (the shard
+  // count stays as built), giving their budget back; a new `ttl` applies to every binding from
+  // its last use. Returns how many bindings went.
+  std::size_t Resize(std::size_t max_sessions, std::chrono::nanoseconds ttl);
   // Removes every expired binding, giving their budget back. Returns how many. Cost: the number
   // removed plus one per shard.
   std::size_t Sweep(TimePoint now);
@@ -129,7 +141,8 @@ class SessionTable {
   // Bytes held by the table and its shards.
   std::size_t MemoryBytes() const;
   std::size_t ShardCount() const { return shards_.Count(); }
-  const Options& options() const { return options_; }
+  // As built, with the bound and ttl of the last Resize.
+  Options options() const;
 
  private:
   struct Binding {
@@ -146,7 +159,14 @@ class SessionTable {
   // its unit back to the budget. False if every other shard is empty.
   bool EvictFromOtherShard(std::size_t except);
 
-  const Options options_;
+  std::chrono::nanoseconds Ttl() const {
+    return std::chrono::nanoseconds(ttl_.load(std::memory_order_relaxed));
+  }
+
+  const std::size_t shard_option_;  // Options::shards, as given
+  std::atomic<std::size_t> max_sessions_;
+  std::atomic<std::chrono::nanoseconds::rep> ttl_;
+  std::atomic<bool> detached_{false};
   SessionBudget& budget_;
   Shards shards_;
 };

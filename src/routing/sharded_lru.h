@@ -46,11 +46,35 @@ class ShardedLru {
     shards = std::bit_ceil(std::min(shards, kMaxShards));
     if (capacity > 0) shards = std::min(shards, std::bit_floor(capacity));
     shift_ = 64 - std::countr_zero(shards);
+    count_ = shards;
     shards_.reserve(shards);
     for (std::size_t i = 0; i < shards; ++i) {
-      const std::size_t extra = i < capacity % shards ? 1 : 0;
-      shards_.push_back(std::make_unique<Shard>(capacity / shards + extra));
+      shards_.push_back(std::make_unique<Shard>(ShareOf(capacity, i)));
     }
+  }
+
+  // Empties every shard and frees its storage (the bounds stay). Locks each shard in turn;
+  // returns how many entries went.
+  std::size_t Clear() {
+    std::size_t cleared = 0;
+    for (const auto& shard : shards_) {
+      const std::lock_guard lock(shard->mu);
+      cleared += shard->map.Size();
+      shard->map = LruMap<V>(shard->map.Capacity());
+    }
+    return cleared;
+  }
+
+  // A new bound over all shards, split as the constructor splits it (the shard count stays: a
+  // bound below it leaves some shards without room). Past its share, each shard's least recently
+  // used entries go. Locks each shard in turn; returns how many entries went.
+  std::size_t SetCapacity(std::size_t capacity) {
+    std::size_t evicted = 0;
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      const std::lock_guard lock(shards_[i]->mu);
+      evicted += shards_[i]->map.SetCapacity(ShareOf(capacity, i));
+    }
+    return evicted;
   }
 
   std::size_t IndexOf(std::uint64_t key) const { return shift_ >= 64 ? 0 : Mix64(key) >> shift_; }
@@ -79,7 +103,14 @@ class ShardedLru {
   }
 
  private:
-  int shift_ = 64;  // a key's shard: Mix64(key) >> shift_ (64: shard 0)
+  // Shard i's share of `capacity`: an equal part, the remainder to the first shards.
+  std::size_t ShareOf(std::size_t capacity, std::size_t i) const {
+    return capacity / count_ + (i < capacity % count_ ? 1 : 0);
+  }
+
+  int shift_ = 64;
+  std::size_t count_ =
+      1;  // shards_.size(), from the start  // a key's shard: Mix64(key) >> shift_ (64: shard 0)
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

@@ -184,7 +184,16 @@ class WaitQueue {
   // Entries waiting; lock-free, so the pick path can see whether anyone waits before it (to send
   // a new pick behind them rather than ahead).
   std::size_t Size() const { return size_.load(std::memory_order_relaxed); }
-  std::size_t MaxSize() const { return max_queue_; }
+  std::size_t MaxSize() const {
+    const std::lock_guard lock(mu_);
+    return max_queue_;
+  }
+  // A new bound: entries already waiting stay (a smaller bound refuses new ones while more wait);
+  // 0 turns queueing off for new entries.
+  void SetMaxSize(std::size_t max_queue) {
+    const std::lock_guard lock(mu_);
+    max_queue_ = max_queue;
+  }
 
  private:
   struct Entry {
@@ -200,8 +209,8 @@ class WaitQueue {
     return next;
   }
 
-  const std::size_t max_queue_;
   mutable std::mutex mu_;
+  std::size_t max_queue_;  // guarded by mu_
   bool closed_ = false;
   Ticket next_ticket_ = 1;
   Entries entries_;

@@ -30,7 +30,7 @@
 #include <span>
 #include <vector>
 
-#include "routing/model.h"
+#include "routing/worker.h"
 
 namespace eoc::routing {
 

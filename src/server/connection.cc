@@ -186,7 +186,7 @@ void Connection::Dispatch() {
                         message.body());
   response_.Reset();
   bool omit_body = false;
-  core_.router.Serve(request, response_, omit_body, core_.log);
+  core_.paths.Serve(request, response_, omit_body, core_.log);
   Send(message.keep_alive() && !core_.stopping(), omit_body, message.version() == 10);
 }
 

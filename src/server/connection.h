@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "server/http.h"
-#include "server/router.h"
+#include "server/path_table.h"
 #include "server/server.h"
 #include "telemetry/logging.h"
 
@@ -39,7 +39,7 @@ class ServerCore {
   explicit ServerCore(ServerOptions server_options) : options(std::move(server_options)) {}
 
   const ServerOptions options;
-  Router router;
+  PathTable paths;
   const telemetry::Logger log{"http-server"};
 
   enum class Admission { kAdmitted, kFull, kStopping };

@@ -148,7 +148,7 @@ HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Handle(std::string_view method, std::string_view path, Handler handler) {
   if (impl_->started) throw std::logic_error("HttpServer::Handle after Start");
-  impl_->core.router.Add(method, path, std::move(handler));
+  impl_->core.paths.Add(method, path, std::move(handler));
 }
 
 void HttpServer::Start() {

@@ -67,9 +67,10 @@ class PoolControllerTest : public testing::NamespacedTest {
     controller_client_ = kube::Client::Create(plane_->AdminConfig(), {});
     recorder_ = std::make_unique<kube::EventRecorder>(
         *controller_client_, kube::EventRecorderOptions{.component = "eoc-controller"});
-    pools_ = std::make_unique<PoolController>(*controller_client_, *recorder_,
-                                              PoolControllerOptions{.namespaces = {ns_}},
-                                              RealClock(), nullptr, nullptr);
+    pools_ = std::make_unique<PoolController>(
+        *controller_client_, *recorder_,
+        PoolControllerOptions{.namespaces = {ns_}, .reconcile = {.directory = &directory_}},
+        RealClock(), nullptr, nullptr);
     pools_->Start();
     pools_->SetLeading(true);
     ASSERT_TRUE(testing::Eventually([&] { return pools_->HasSynced(); }, kPatience));
@@ -137,6 +138,8 @@ class PoolControllerTest : public testing::NamespacedTest {
   std::unique_ptr<testing::NodeAgent> agent_;
   std::unique_ptr<kube::Client> controller_client_;
   std::unique_ptr<kube::EventRecorder> recorder_;
+  routing::SessionBudget budget_;
+  routing::PoolDirectory directory_{budget_};  // declared before pools_: outlives it
   std::unique_ptr<PoolController> pools_;
 };
 
@@ -158,7 +161,22 @@ TEST_F(PoolControllerTest, FollowsTheDeploymentsReadyPods) {
     EXPECT_EQ(w.weight, kEqualWeight);
     EXPECT_EQ(w.models, std::vector<std::string>{"llama-3-8b"});
   }
-  EXPECT_EQ(pools_->Workers(ns_ + "/chat")->size(), 3U);
+  EXPECT_EQ(pools_->Workers(ns_ + "/chat")->workers.size(), 3U);
+
+  // The pick path's snapshot lists the same workers, with the published generation.
+  const auto state = directory_.Find(ns_ + "/chat");
+  ASSERT_NE(state, nullptr);
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        const auto snapshot = state->snapshot();
+        return snapshot != nullptr && snapshot->generation() == first_generation;
+      },
+      kPatience));
+  ASSERT_EQ(state->snapshot()->size(), status.routing->workers.size());
+  for (std::size_t i = 0; i < state->snapshot()->size(); ++i) {
+    EXPECT_EQ(PodName(state->snapshot()->worker(i)), status.routing->workers[i].pod);
+    EXPECT_EQ(state->snapshot()->worker(i).address, status.routing->workers[i].address);
+  }
 
   // Scaled to five: two more.
   Scale("chat", 5);
@@ -206,8 +224,8 @@ TEST_F(PoolControllerTest, NoStatusIsWrittenWhileTheFenceSaysNo) {
   ASSERT_TRUE(testing::Eventually(
       [&] {
         EXPECT_EQ(kube::OutcomeOf(fenced.Reconcile(key)), kube::ReconcileOutcome::kSuccess);
-        const auto workers = fenced.Workers(key);
-        return workers != nullptr && workers->size() == 1;
+        const auto members = fenced.Workers(key);
+        return members != nullptr && members->workers.size() == 1;
       },
       kPatience));
   auto unwritten = client_->Get(kInferencePools, ns_, "fenced");
@@ -230,18 +248,18 @@ TEST_F(PoolControllerTest, AGpuNodesAcceleratorAndZoneReachTheWorker) {
   pool["spec"]["carbon"] = {{"zoneLabel", "topology.kubernetes.io/region"}};
   ASSERT_OK(client_->Create(kInferencePools, ns_, pool));
 
-  std::shared_ptr<const std::vector<Worker>> workers;
+  std::shared_ptr<const PoolMembers> members;
   ASSERT_TRUE(testing::Eventually(
       [&] {
-        workers = pools_->Workers(ns_ + "/gpu");
-        return workers != nullptr && workers->size() == 1;
+        members = pools_->Workers(ns_ + "/gpu");
+        return members != nullptr && members->workers.size() == 1;
       },
       kPatience));
-  const Worker& w = workers->front();
-  EXPECT_EQ(w.node, gpu_node_);
-  EXPECT_EQ(w.accelerator, "GPU");
-  EXPECT_EQ(w.accelerator_product, "NVIDIA-A100-SXM4-80GB");
-  EXPECT_EQ(w.zone, "eu-west-1");
+  const routing::Capability& c = members->workers.front().capability;
+  EXPECT_EQ(members->notes.front().node, gpu_node_);
+  EXPECT_EQ(c.accelerator, Accelerator::kGpu);
+  EXPECT_EQ(c.accelerator_product, "NVIDIA-A100-SXM4-80GB");
+  EXPECT_EQ(c.zone, "eu-west-1");
 }
 
 TEST_F(PoolControllerTest, ADeletedPoolIsForgottenAndItsDeploymentLeftAlone) {
@@ -249,6 +267,7 @@ TEST_F(PoolControllerTest, ADeletedPoolIsForgottenAndItsDeploymentLeftAlone) {
   ASSERT_OK(client_->Create(kInferencePools, ns_, Pool("gone", "gone")));
   ASSERT_TRUE(testing::Eventually([&] { return Status("gone").ready_workers == 2; }, kPatience));
   ASSERT_NE(pools_->Workers(ns_ + "/gone"), nullptr);
+  ASSERT_NE(directory_.Find(ns_ + "/gone"), nullptr);
 
   // A changed selector takes effect at once: nothing matches "none".
   ASSERT_OK(client_->Patch(kInferencePools, ns_, "gone", kube::PatchType::kMerge,
@@ -259,6 +278,7 @@ TEST_F(PoolControllerTest, ADeletedPoolIsForgottenAndItsDeploymentLeftAlone) {
   ASSERT_OK(client_->Delete(kInferencePools, ns_, "gone"));
   ASSERT_TRUE(
       testing::Eventually([&] { return pools_->Workers(ns_ + "/gone") == nullptr; }, kPatience));
+  EXPECT_EQ(directory_.Find(ns_ + "/gone"), nullptr);  // the pick path no longer finds it
   auto scale = client_->GetScale(resources::kDeployments, ns_, "gone");
   ASSERT_OK(scale);
   EXPECT_EQ(scale->spec_replicas, 2);

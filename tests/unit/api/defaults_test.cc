@@ -26,8 +26,9 @@ json Minimal() {
 // Every field of a spec as JSON, so that two specs compare as a whole.
 json Dump(const InferencePoolSpec& s) {
   json profiles = json::array();
-  for (const EnergyProfile& p : s.energy.profiles) {
-    profiles.push_back({p.accelerator, p.idle_watts, p.max_watts, p.max_tokens_per_second});
+  for (const AcceleratorProfile& p : s.energy.profiles) {
+    profiles.push_back(
+        {p.accelerator, p.energy.idle_watts, p.energy.max_watts, p.energy.max_tokens_per_second});
   }
   const auto& a = s.autoscaling;
   const auto& r = s.routing;
@@ -45,7 +46,7 @@ json Dump(const InferencePoolSpec& s) {
         a.downscale_to_zero_delay_seconds, a.upscaling_factor, a.downscaling_factor,
         a.look_back_period_seconds, ToString(a.mode)}},
       {"routing",
-       {ToString(r.strategy), r.session_affinity.enabled, r.session_affinity.header,
+       {StrategyName(r.strategy), r.session_affinity.enabled, r.session_affinity.header,
         r.session_affinity.ttl_seconds, r.session_affinity.max_sessions, r.prefix_affinity.enabled,
         r.prefix_affinity.block_size_tokens, r.prefix_affinity.max_blocks,
         r.prefix_affinity.load_margin, r.admission.kv_block_budget, r.admission.max_queue,

@@ -364,7 +364,7 @@ TEST(ParseInferencePool, EveryEnumValueReadsAndPrintsAsTheCrdSpellsIt) {
     const InferencePool pool = ParseWith(
         json{{"routing", {{"strategy", strategy}}}, {"carbon", {{"static", {{"eu", 100}}}}}});
     EXPECT_TRUE(pool.errors.empty()) << strategy;
-    EXPECT_EQ(ToString(pool.spec.routing.strategy), strategy);
+    EXPECT_EQ(StrategyName(pool.spec.routing.strategy), strategy);
   }
   EXPECT_EQ(ToString(MetricsAccess::kApiServerProxy), "APIServerProxy");
   EXPECT_EQ(ToString(ScalingMode::kRecommend), "Recommend");
@@ -441,9 +441,9 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_EQ(s.energy.source, EnergySource::kKepler);
   ASSERT_EQ(s.energy.profiles.size(), 1U);
   EXPECT_EQ(s.energy.profiles[0].accelerator, "NVIDIA-H100-80GB-HBM3");
-  EXPECT_EQ(s.energy.profiles[0].idle_watts, 70);
-  EXPECT_EQ(s.energy.profiles[0].max_watts, 700);
-  EXPECT_EQ(s.energy.profiles[0].max_tokens_per_second, 4000);
+  EXPECT_EQ(s.energy.profiles[0].energy.idle_watts, 70);
+  EXPECT_EQ(s.energy.profiles[0].energy.max_watts, 700);
+  EXPECT_EQ(s.energy.profiles[0].energy.max_tokens_per_second, 4000);
   EXPECT_EQ(s.carbon.zone_label, "topology.kubernetes.io/zone");
   ASSERT_TRUE(s.carbon.carbon_aware_sdk);
   EXPECT_EQ(s.carbon.carbon_aware_sdk->url, "http://carbon-aware-sdk.carbon:8080");

@@ -36,7 +36,7 @@ TEST(Samples, VllmPool) {
   EXPECT_EQ(s.routing.strategy, Strategy::kJouleWeighted);
   ASSERT_EQ(s.energy.profiles.size(), 1U);
   EXPECT_EQ(s.energy.profiles[0].accelerator, "NVIDIA-A100-SXM4-80GB");
-  EXPECT_GT(s.energy.profiles[0].max_watts, s.energy.profiles[0].idle_watts);
+  EXPECT_GT(s.energy.profiles[0].energy.max_watts, s.energy.profiles[0].energy.idle_watts);
 }
 
 TEST(Samples, SglangPool) {

@@ -115,7 +115,7 @@ TEST(Validate, EnergyProfiles) {
   s.energy.source = EnergySource::kStatic;
   EXPECT_THAT(Validate(s),
               ElementsAre(FieldError{"spec.energy.profiles", "required when source is Static"}));
-  s.energy.profiles = {{"A100", 50, 400, 2000}, {"L4", 20, 10, 0}};
+  s.energy.profiles = {{"A100", {50, 400, 2000}}, {"L4", {20, 10, 0}}};
   EXPECT_THAT(Validate(s), ElementsAre(FieldError{"spec.energy.profiles[1].maxWatts",
                                                   "must be at least idleWatts (20), got 10"},
                                        FieldError{"spec.energy.profiles[1].maxTokensPerSecond",

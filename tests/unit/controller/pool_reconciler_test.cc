@@ -170,7 +170,7 @@ class PoolReconcilerTest : public ::testing::Test {
 
   std::size_t WorkerCount() const {
     const auto workers = reconciler_.Workers(kKey);
-    return workers == nullptr ? 0 : workers->size();
+    return workers == nullptr ? 0 : workers->workers.size();
   }
 
   static std::string ConditionStatus(const api::InferencePoolStatus& s, std::string_view type) {
@@ -192,8 +192,8 @@ TEST_F(PoolReconcilerTest, PublishesTheWorkersOnceAndNotAgainWhenUnchanged) {
   store_.AddPod(Pod("chat-a", "10.0.0.1"));
   ReconcileOk();
 
-  ASSERT_EQ(reconciler_.Workers(kKey)->size(), 2U);
-  EXPECT_EQ(reconciler_.Workers(kKey)->front().pod, "chat-a");
+  ASSERT_EQ(reconciler_.Workers(kKey)->workers.size(), 2U);
+  EXPECT_EQ(PodName(reconciler_.Workers(kKey)->workers.front()), "chat-a");
   ASSERT_EQ(client_.writes.size(), 1U);
   EXPECT_EQ(client_.writes[0]["metadata"]["resourceVersion"], "7");
   const auto status = LastWritten();
@@ -268,7 +268,7 @@ TEST_F(PoolReconcilerTest, NothingIsWrittenWhileTheFenceSaysNoOrWhenNotLeading) 
   auto result = fenced.Reconcile(kKey);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(*result, kube::ReconcileResult{});
-  EXPECT_EQ(fenced.Workers(kKey)->size(), 1U);  // membership is kept all the same
+  EXPECT_EQ(fenced.Workers(kKey)->workers.size(), 1U);  // membership is kept all the same
   EXPECT_TRUE(client_.writes.empty());
 
   reconciler_.SetLeading(false);

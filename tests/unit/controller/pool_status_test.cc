@@ -6,6 +6,7 @@
 namespace eoc::controller {
 namespace {
 
+using routing::Worker;
 using ::testing::HasSubstr;
 
 constexpr const char* kT0 = "2026-11-30T10:00:00Z";
@@ -23,7 +24,11 @@ api::InferencePool Pool() {
 }
 
 Worker W(const std::string& pod, const std::string& address) {
-  return {.pod = pod, .address = address, .accelerator = "CPU", .accelerator_product = "CPU"};
+  return {.key = routing::WorkerKeyOf("prod/" + pod),
+          .pod = "prod/" + pod,
+          .address = address,
+          .capability = {.accelerator = Accelerator::kCpu, .accelerator_product = "CPU"},
+          .weight = kEqualWeight};
 }
 
 const api::Condition& Cond(const api::InferencePoolStatus& s, std::string_view type) {
@@ -42,12 +47,28 @@ TEST(DesiredStatusTest, ListsTheWorkersWithEqualWeightsAndIsReady) {
   EXPECT_EQ(s.routing->generation, 1);
   ASSERT_EQ(s.routing->workers.size(), 2U);
   EXPECT_EQ(s.routing->workers[1].address, "10.0.0.2:8000");
+  EXPECT_EQ(s.routing->workers[0].pod, "a");  // the pool's namespace is not repeated
   EXPECT_EQ(s.routing->workers[0].weight, kEqualWeight);
   EXPECT_EQ(Cond(s, "Ready").status, "True");
   EXPECT_EQ(Cond(s, "Ready").message, "2 workers are ready");
   EXPECT_EQ(Cond(s, "SpecValid").status, "True");
   EXPECT_EQ(Cond(s, "MetricsAvailable").status, "Unknown");
   EXPECT_EQ(Cond(s, "ScalingActive").reason, std::string(reasons::kAutoscalingDisabled));
+}
+
+TEST(DesiredStatusTest, TheTableTakesWeightsDrainingAndModelsFromTheWorkerList) {
+  Worker heavy = W("a", "10.0.0.1:8000");
+  heavy.weight = 250;
+  heavy.capability.models = {"llama-3-8b"};
+  Worker leaving = W("b", "10.0.0.2:8000");
+  leaving.draining = true;
+  const auto table = BuildRoutingTable(Pool().spec, {heavy, leaving}, std::nullopt);
+  ASSERT_EQ(table.workers.size(), 2U);
+  EXPECT_EQ(table.workers[0].weight, 250);
+  EXPECT_THAT(table.workers[0].models, ::testing::ElementsAre("llama-3-8b"));
+  EXPECT_FALSE(table.workers[0].draining);
+  EXPECT_TRUE(table.workers[1].draining);
+  EXPECT_EQ(table.workers[1].weight, kEqualWeight);
 }
 
 TEST(DesiredStatusTest, IsStableWhenNothingChanged) {

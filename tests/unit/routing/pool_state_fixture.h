@@ -6,15 +6,16 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/model.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
 #include "routing/session_table.h"
+#include "routing/worker.h"
 #include "workers.h"
 
 namespace eoc::routing::testing {
@@ -41,6 +42,14 @@ inline std::string PromptOf(char c, std::size_t blocks) {
 inline std::string Where(const PickOutcome& outcome) {
   if (!outcome.picked()) return std::string(ToString(outcome.status));
   return outcome.worker().pod;
+}
+
+// A pick that waits up to 30 s when it finds no room; `answer` takes the status it is answered
+// with later.
+inline PickOutcome PickOrWait(PoolState& state, TimePoint now, std::optional<PickStatus>& answer) {
+  return state.Pick({}, 1, now,
+                    {.deadline = now + std::chrono::seconds(30),
+                     .done = [&answer](const PickOutcome& o) { answer = o.status; }});
 }
 
 class PoolStateTest : public ::testing::Test {

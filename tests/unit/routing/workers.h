@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "routing/ids.h"
-#include "routing/model.h"
+#include "routing/worker.h"
 
 namespace eoc::routing::testing {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/router.h"
+#include "server/path_table.h"
 #include "server/wire.h"
 
 namespace eoc::server {
@@ -113,13 +113,13 @@ TEST(SerializeResponseTest, BodyFramingAndConnectionHeaders) {
   EXPECT_THAT(Serialize(no_content), ::testing::EndsWith("\r\n\r\n"));
 }
 
-class RouterTest : public ::testing::Test {
+class PathTableTest : public ::testing::Test {
  protected:
-  RouterTest() {
-    router_.Add("GET", "/healthz", [](const Request&, Response& r) { r.body() = "ok"; });
-    router_.Add("POST", "/v1/pick", [](const Request&, Response& r) { r.body() = "picked"; });
-    router_.Add("PUT", "/v1/pick", [](const Request&, Response&) {});
-    router_.Add("GET", "/boom", [](const Request&, Response& r) {
+  PathTableTest() {
+    paths_.Add("GET", "/healthz", [](const Request&, Response& r) { r.body() = "ok"; });
+    paths_.Add("POST", "/v1/pick", [](const Request&, Response& r) { r.body() = "picked"; });
+    paths_.Add("PUT", "/v1/pick", [](const Request&, Response&) {});
+    paths_.Add("GET", "/boom", [](const Request&, Response& r) {
       r.AddHeader("X-Half", "done");
       throw std::runtime_error("bug");
     });
@@ -128,30 +128,30 @@ class RouterTest : public ::testing::Test {
   Response Serve(std::string_view method, std::string_view target) {
     Response response;
     omit_body_ = false;
-    router_.Serve(Request(method, target, {}, ""), response, omit_body_, log_);
+    paths_.Serve(Request(method, target, {}, ""), response, omit_body_, log_);
     return response;
   }
 
-  internal::Router router_;
-  telemetry::Logger log_{"router-test"};
+  internal::PathTable paths_;
+  telemetry::Logger log_{"paths-test"};
   bool omit_body_ = false;
 };
 
-TEST_F(RouterTest, RoutesExactPathsByMethod) {
+TEST_F(PathTableTest, RoutesExactPathsByMethod) {
   EXPECT_EQ(Serve("GET", "/healthz?verbose=1").body(), "ok");
   EXPECT_EQ(Serve("POST", "/v1/pick").body(), "picked");
   EXPECT_EQ(Serve("GET", "/healthz/").status(), 404);
   EXPECT_EQ(Serve("get", "/healthz").status(), 405) << "methods are case-sensitive";
 }
 
-TEST_F(RouterTest, WrongMethodListsTheAllowedOnes) {
+TEST_F(PathTableTest, WrongMethodListsTheAllowedOnes) {
   const Response response = Serve("GET", "/v1/pick");
   EXPECT_EQ(response.status(), 405);
   EXPECT_EQ(response.header_lines(), "Allow: POST, PUT\r\n");
   EXPECT_EQ(Serve("DELETE", "/healthz").header_lines(), "Allow: GET, HEAD\r\n");
 }
 
-TEST_F(RouterTest, HeadUsesTheGetHandlerAndOmitsTheBody) {
+TEST_F(PathTableTest, HeadUsesTheGetHandlerAndOmitsTheBody) {
   const Response response = Serve("HEAD", "/healthz");
   EXPECT_EQ(response.status(), 200);
   EXPECT_EQ(response.body(), "ok") << "the length is still that of the GET answer";
@@ -160,7 +160,7 @@ TEST_F(RouterTest, HeadUsesTheGetHandlerAndOmitsTheBody) {
   EXPECT_TRUE(omit_body_) << "no HEAD answer has a body";
 }
 
-TEST_F(RouterTest, AThrowingHandlerBecomesAClean500) {
+TEST_F(PathTableTest, AThrowingHandlerBecomesAClean500) {
   const Response response = Serve("GET", "/boom");
   EXPECT_EQ(response.status(), 500);
   EXPECT_EQ(response.header_lines(), "") << "nothing of the half-built answer";

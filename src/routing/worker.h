@@ -1,7 +1,7 @@
-// The routing model of DESIGN.md: a Worker (one ready pod of a pool) with its Capability and
-// EnergyProfile, the Load its engine last reported, and what the strategies derive from them:
-// busyness, the marginal energy of a token, and a request's projected energy and carbon. Pure: no
-// I/O, no Kubernetes, no JSON.
+// The routing engine's vocabulary (DESIGN.md, "The model"): a Worker (one ready pod of a pool)
+// with its Capability and EnergyProfile, the Load its engine last reported, and what the
+// strategies derive from them: busyness, the marginal energy of a token, and a request's projected
+// energy and carbon. Pure: no I/O, no Kubernetes, no JSON.
 //
 //   Load load{.running = 12, .waiting = 2, .tokens_per_second = 900, .grid_g_per_kwh = 350,
 //             .available = true};
@@ -21,24 +21,24 @@
 #include <string_view>
 #include <vector>
 
+#include "common/routing_terms.h"
 #include "routing/ids.h"
 
 namespace eoc::routing {
 
-// The routing strategies, as the CRD's `routing.strategy` names them (JouleWeighted is the
-// default). RoundRobin and LeastBusy give every worker an equal weight; the other three weigh
-// workers by their Load (weights.h).
-enum class Strategy { kRoundRobin, kLeastBusy, kLatencyWeighted, kJouleWeighted, kCarbonWeighted };
+// The routing words the engine shares with the InferencePool API, defined once
+// (common/routing_terms.h: the strategies and their names, the accelerator classes, the energy
+// profile).
+using eoc::Accelerator;
+using eoc::AcceleratorName;
+using eoc::EnergyProfile;
+using eoc::Strategy;
+using eoc::StrategyName;
+using eoc::StrategyNamed;
 
-// The CRD's name of `strategy`: "RoundRobin", "LeastBusy", ...
-std::string_view StrategyName(Strategy strategy);
-// The strategy of that name; nullopt for any other name.
-std::optional<Strategy> StrategyNamed(std::string_view name);
 // RoundRobin and LeastBusy: every worker weighs the same, whatever the published weights (the
 // other three follow the weights).
 bool UsesEqualWeights(Strategy strategy);
-
-enum class Accelerator { kCpu, kGpu, kTpu, kNpu, kMixed };
 
 // What a worker can do; fixed while its pod lives.
 struct Capability {
@@ -49,17 +49,8 @@ struct Capability {
   bool continuous_batching = true;
   bool paged_kv = true;
   std::string zone;  // the node's carbon zone, "" when unknown
-};
 
-// A worker's power curve, from the pool's `energy.profiles`: power is idle_watts + marginal joules
-// per token x tokens per second, up to max_watts at max_tokens_per_second.
-struct EnergyProfile {
-  double idle_watts = 0;
-  double max_watts = 0;
-  double max_tokens_per_second = 0;
-
-  // (max_watts - idle_watts) / max_tokens_per_second; 0 (unknown) when the profile is incomplete.
-  double marginal_joules_per_token() const;
+  bool operator==(const Capability&) const = default;
 };
 
 // What a worker's engine (and the energy and carbon sources) last reported.
@@ -88,6 +79,8 @@ struct Worker {
   EnergyProfile profile;
   std::int32_t weight = 0;  // published, 0-1000; 0: takes no new work
   bool draining = false;    // takes no new work; its bound sessions may still reach it
+
+  bool operator==(const Worker&) const = default;
 };
 
 // The concurrency Busyness assumes when a worker's is unknown: vLLM's default `max_num_seqs`.

@@ -1,10 +1,11 @@
-// Internal to the server: exact-path routes, a handler per method. Built before the server starts
-// and only read afterwards, so lookups take no lock.
+// Internal to the server: its path table (HTTP dispatch, not the routing engine of src/routing):
+// exact paths, a handler per method. Built before the server starts and only read afterwards, so
+// lookups take no lock.
 //
-//   internal::Router router;
-//   router.Add("GET", "/healthz", HealthzHandler());
+//   internal::PathTable paths;
+//   paths.Add("GET", "/healthz", HealthzHandler());
 //   bool omit_body = false;
-//   router.Serve(request, response, omit_body, log);   // 404, 405 + Allow, or the handler's
+//   paths.Serve(request, response, omit_body, log);   // 404, 405 + Allow, or the handler's
 #pragma once
 
 #include <string>
@@ -18,7 +19,7 @@
 
 namespace eoc::server::internal {
 
-class Router {
+class PathTable {
  public:
   // Throws std::invalid_argument for an empty method, a path that does not start with '/', or a
   // route that is already there.

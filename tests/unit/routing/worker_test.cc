@@ -1,11 +1,11 @@
-#include "routing/model.h"
+#include "routing/worker.h"
 
 #include <gtest/gtest.h>
 
 namespace eoc::routing {
 namespace {
 
-TEST(ModelTest, EmptyModelsServeAnyModel) {
+TEST(WorkerTest, EmptyModelsServeAnyModel) {
   const Capability any;
   EXPECT_TRUE(Serves(any, "llama-3-8b"));
   EXPECT_TRUE(Serves(any, ""));
@@ -17,7 +17,7 @@ TEST(ModelTest, EmptyModelsServeAnyModel) {
   EXPECT_TRUE(Serves(two, ""));          // the pick did not say
 }
 
-TEST(ModelTest, BusynessCountsPicksSinceTheScrape) {
+TEST(WorkerTest, BusynessCountsPicksSinceTheScrape) {
   const Load load{.running = 10, .waiting = 2};
   EXPECT_DOUBLE_EQ(Busyness(load, 0, 16), 12.0 / 16);
   EXPECT_DOUBLE_EQ(Busyness(load, 4, 16), 1.0);
@@ -25,7 +25,7 @@ TEST(ModelTest, BusynessCountsPicksSinceTheScrape) {
   EXPECT_DOUBLE_EQ(Busyness(Load{}, 0, 16), 0.0);
 }
 
-TEST(ModelTest, BusynessWithUnknownConcurrencyUsesTheDefaultOrTheKvCache) {
+TEST(WorkerTest, BusynessWithUnknownConcurrencyUsesTheDefaultOrTheKvCache) {
   Load load{.running = 64, .kv_cache_usage = 0.1};
   EXPECT_DOUBLE_EQ(Busyness(load, 0, 0), 64.0 / kDefaultMaxConcurrency);
   load.kv_cache_usage = 0.9;  // the cache fills before the count says so
@@ -36,7 +36,7 @@ TEST(ModelTest, BusynessWithUnknownConcurrencyUsesTheDefaultOrTheKvCache) {
   EXPECT_DOUBLE_EQ(Busyness(load, 0, 128), 0.5);
 }
 
-TEST(ModelTest, ProfileGivesTheMarginalEnergyUntilTheLoadEstimatesIt) {
+TEST(WorkerTest, ProfileGivesTheMarginalEnergyUntilTheLoadEstimatesIt) {
   const EnergyProfile profile{.idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 1000};
   EXPECT_DOUBLE_EQ(profile.marginal_joules_per_token(), 0.3);
   EXPECT_DOUBLE_EQ(EnergyProfile{}.marginal_joules_per_token(), 0.0);
@@ -50,7 +50,7 @@ TEST(ModelTest, ProfileGivesTheMarginalEnergyUntilTheLoadEstimatesIt) {
   EXPECT_DOUBLE_EQ(MarginalJoulesPerToken(Load{}, EnergyProfile{}), 0.0);
 }
 
-TEST(ModelTest, ProjectedEnergyAndCarbon) {
+TEST(WorkerTest, ProjectedEnergyAndCarbon) {
   const EnergyProfile profile{.idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 1000};
   Load load{.grid_g_per_kwh = 360};
   // 0.3 J/token x 1,000 tokens = 300 J.
@@ -65,7 +65,7 @@ TEST(ModelTest, ProjectedEnergyAndCarbon) {
   EXPECT_DOUBLE_EQ(ProjectedMicroJoules(load, EnergyProfile{}, 1000), 0.0);
 }
 
-TEST(ModelTest, StrategyNamesAreTheCrdNames) {
+TEST(WorkerTest, StrategyNamesAreTheCrdNames) {
   EXPECT_EQ(StrategyName(Strategy::kRoundRobin), "RoundRobin");
   EXPECT_EQ(StrategyName(Strategy::kLeastBusy), "LeastBusy");
   EXPECT_EQ(StrategyName(Strategy::kLatencyWeighted), "LatencyWeighted");

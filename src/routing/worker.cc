@@ -1,41 +1,11 @@
-#include "routing/model.h"
+#include "routing/worker.h"
 
 #include <algorithm>
 
 namespace eoc::routing {
 
-std::string_view StrategyName(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::kRoundRobin:
-      return "RoundRobin";
-    case Strategy::kLeastBusy:
-      return "LeastBusy";
-    case Strategy::kLatencyWeighted:
-      return "LatencyWeighted";
-    case Strategy::kJouleWeighted:
-      return "JouleWeighted";
-    case Strategy::kCarbonWeighted:
-      return "CarbonWeighted";
-  }
-  return "Unknown";
-}
-
-std::optional<Strategy> StrategyNamed(std::string_view name) {
-  for (const Strategy strategy :
-       {Strategy::kRoundRobin, Strategy::kLeastBusy, Strategy::kLatencyWeighted,
-        Strategy::kJouleWeighted, Strategy::kCarbonWeighted}) {
-    if (StrategyName(strategy) == name) return strategy;
-  }
-  return std::nullopt;
-}
-
 bool UsesEqualWeights(Strategy strategy) {
   return strategy == Strategy::kRoundRobin || strategy == Strategy::kLeastBusy;
-}
-
-double EnergyProfile::marginal_joules_per_token() const {
-  if (max_tokens_per_second <= 0 || max_watts <= idle_watts) return 0;
-  return (max_watts - idle_watts) / max_tokens_per_second;
 }
 
 bool Serves(const Capability& capability, std::string_view model) {

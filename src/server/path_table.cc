@@ -1,4 +1,4 @@
-#include "server/router.h"
+#include "server/path_table.h"
 
 #include <algorithm>
 #include <exception>
@@ -15,14 +15,14 @@ void Answer(Response& response, int status, std::string_view body) {
 
 }  // namespace
 
-const Handler* Router::Route::Find(std::string_view method) const {
+const Handler* PathTable::Route::Find(std::string_view method) const {
   for (const auto& [name, handler] : methods) {
     if (name == method) return &handler;
   }
   return nullptr;
 }
 
-void Router::Add(std::string_view method, std::string_view path, Handler handler) {
+void PathTable::Add(std::string_view method, std::string_view path, Handler handler) {
   if (method.empty()) throw std::invalid_argument("route " + std::string(path) + ": empty method");
   if (!path.starts_with('/')) {
     throw std::invalid_argument("route path \"" + std::string(path) + "\" does not start with /");
@@ -44,8 +44,8 @@ void Router::Add(std::string_view method, std::string_view path, Handler handler
   for (const auto& name : names) route.allow += (route.allow.empty() ? "" : ", ") + name;
 }
 
-void Router::Serve(const Request& request, Response& response, bool& omit_body,
-                   const telemetry::Logger& log) const {
+void PathTable::Serve(const Request& request, Response& response, bool& omit_body,
+                      const telemetry::Logger& log) const {
   omit_body = request.method() == "HEAD";  // a HEAD answer never has a body, whatever it is
   const auto it = routes_.find(request.path());
   if (it == routes_.end()) {

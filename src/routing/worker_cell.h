@@ -1,0 +1,60 @@
+// One worker's cell in a PoolState: its last scraped load and what this replica sent it since
+// (picks, KV blocks), in atomics, so that picks on any thread read and charge it without a lock.
+// A cell belongs to the worker, not to a generation: the views of every generation the worker is
+// in share it (by key), so a new snapshot keeps the worker's counts.
+//
+//   WorkerCell cell;
+//   cell.Observe(load);                        // each scrape (PoolState serialises these)
+//   if (cell.HasRoom(tokens, budget)) ...      // the KV-block budget (PoolState's "room")
+//   if (cell.Reserve(tokens, budget, hook)) ...  // takes the pick and its blocks, or nothing
+//   cell.Busyness(max_concurrency)            // scraped running + waiting + picks since
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "routing/worker.h"
+
+namespace eoc::routing {
+
+// Cache-line aligned: each pick writes one worker's cell.
+struct alignas(64) WorkerCell {
+  std::atomic<double> queued{0};            // running + waiting, as scraped
+  std::atomic<double> kv_cache_usage{0};    // 0..1, as scraped
+  std::atomic<std::int32_t> block_size{0};  // 0: no KV data (the budget ignores the worker)
+  std::atomic<std::int64_t> picks{0};       // picks sent since the scrape
+  // The KV budget in one word, so that a scrape replaces both halves at once and a reservation
+  // swaps both (a scrape landing mid-reservation makes it try again against the new free blocks):
+  // free blocks as scraped in the high 32 bits, saturating at 2^32 - 1 (4 billion blocks, beyond
+  // any engine); the blocks this replica's picks since that scrape need in the low 32. A
+  // reservation succeeds only while sent + need <= free, so sent never passes free and never
+  // carries into the high half. The block size stays apart: an engine setting, fixed while the
+  // pod lives.
+  std::atomic<std::uint64_t> kv_budget{0};
+  static constexpr std::uint64_t kHalf = 0xFFFF'FFFF;
+
+  // A scrape's budget: `free` blocks, none sent yet.
+  static std::uint64_t BudgetOf(std::int64_t free);
+  // Free blocks minus blocks sent.
+  static std::int64_t RoomIn(std::uint64_t budget);
+
+  // A scrape: an available load replaces the last, and the counts since start again from 0. An
+  // unavailable one (no fresh data) makes the budget ignore the worker until data returns; its
+  // picks keep counting from the last scrape that had data.
+  void Observe(const Load& load);
+
+  // The blocks a request of `tokens` needs here; 0 when the worker reports no KV data.
+  std::int64_t BlocksFor(std::int64_t tokens) const;
+  // Whether a request of `tokens` fits the budget (always, when `budget` is off or there is no
+  // KV data).
+  bool HasRoom(std::int64_t tokens, bool budget) const;
+  // Takes the pick (and its blocks, if the budget allows them); false, with nothing taken, when
+  // the budget does not. `hook`: PoolState::SetReserveHookForTesting's, called between reading the
+  // budget and swapping it. Without the budget, blocks are not counted: nothing reads them.
+  bool Reserve(std::int64_t tokens, bool budget, const std::function<void()>& hook);
+  // routing::Busyness of the scraped load and the picks since.
+  double Busyness(std::int32_t max_concurrency) const;
+};
+
+}  // namespace eoc::routing
