@@ -24,7 +24,11 @@ PoolDirectory::PoolDirectory(SessionBudget& budget, std::size_t max_pools)
   pools_.Store(std::make_shared<const Map>());
 }
 
-PoolDirectory::~PoolDirectory() = default;
+PoolDirectory::~PoolDirectory() {
+  // Threads' caches may keep the map, and so the states, past the directory and the session
+  // budget: retire them now, so that none touches the budget later.
+  for (const auto& [key, state] : *pools_.LoadLocked()) state->Retire();
+}
 
 std::shared_ptr<PoolState> PoolDirectory::Find(std::string_view key) const {
   const std::shared_ptr<const Map>& pools = pools_.Load();

@@ -48,6 +48,7 @@ class PoolDirectory {
   // `max_pools` pools (a change copies the map: O(pools), so N pools cost O(N^2) to add, about
   // 0.1 s at 1,000).
   explicit PoolDirectory(SessionBudget& budget, std::size_t max_pools = kMaxPools);
+  // Retires every pool (their waiting picks answer kUnavailable).
   ~PoolDirectory();
   PoolDirectory(const PoolDirectory&) = delete;
   PoolDirectory& operator=(const PoolDirectory&) = delete;
