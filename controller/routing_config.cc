@@ -4,10 +4,15 @@
 #include <cstddef>
 #include <string>
 
+#include "api/names.h"
 #include "controller/pool_status.h"
 #include "controller/workers.h"
+#include "routing/ids.h"
 
 namespace eoc::controller {
+
+// A model name the API accepts is one the routing engine takes (and no longer).
+static_assert(routing::kMaxModelNameBytes == api::kMaxDnsSubdomainLength);
 namespace {
 
 std::size_t Count(std::int64_t n) { return static_cast<std::size_t>(std::max<std::int64_t>(n, 0)); }

@@ -9,8 +9,6 @@
 #include <cstdint>
 #include <string_view>
 
-#include "api/names.h"
-
 namespace eoc::routing {
 
 // A worker across routing generations: the hash of its pod's "namespace/name". Stable while the
@@ -36,10 +34,11 @@ WorkerKey WorkerKeyOf(std::string_view pod);
 // The longest session id accepted (DESIGN.md): callers refuse longer ones (the pick endpoint
 // with 400) before hashing.
 inline constexpr std::size_t kMaxSessionIdBytes = 256;
-// The longest model name: the API's (IsModelName checks `models` and the eoc.dev/models
-// annotation), so no worker lists a longer one; callers refuse longer ones (the pick endpoint
-// with 400). Only a constant of src/api: routing does not link it.
-inline constexpr std::size_t kMaxModelNameBytes = api::kMaxDnsSubdomainLength;
+// The longest model name: the API's, a DNS subdomain's 253 bytes (IsModelName checks `models` and
+// the eoc.dev/models annotation), so no worker lists a longer one; callers refuse longer ones (the
+// pick endpoint with 400). Routing includes nothing of src/api; controller/routing_config.cc
+// asserts that the two agree.
+inline constexpr std::size_t kMaxModelNameBytes = 253;
 
 // XXH64 with seed 0 of the session id's bytes.
 SessionHash SessionHashOf(std::string_view session_id);

@@ -129,6 +129,7 @@ TEST(PoolDirectoryTest, ReadersOnManyThreadsSeeEveryChangeWhileTheControllerWrit
   std::atomic<bool> stop{false};
   std::atomic<int> missing{0};
   std::vector<std::thread> readers;
+  readers.reserve(3);
   for (int t = 0; t < 3; ++t) {
     readers.emplace_back([&] {
       while (!stop.load()) {
