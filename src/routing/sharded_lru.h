@@ -17,8 +17,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/lru_map.h"
 #include "routing/ids.h"
-#include "routing/lru_map.h"
 
 namespace eoc::routing {
 
@@ -29,7 +29,7 @@ class ShardedLru {
   struct alignas(64) Shard {
     explicit Shard(std::size_t capacity) : map(capacity) {}
     mutable std::mutex mu;
-    LruMap<V> map;
+    LruMap<std::uint64_t, V> map;
   };
 
   static constexpr std::size_t kDefaultShards = 64;

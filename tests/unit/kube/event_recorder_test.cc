@@ -186,20 +186,6 @@ TEST(EventNameTest, ObjectNameDotSixteenHexDigits) {
   EXPECT_EQ(EventName(std::string(253, 'n'), 1).size(), 253U);
 }
 
-TEST(LruMapTest, ForgetsTheLeastRecentlyUsed) {
-  LruMap<int> map(2);
-  map.Put("a", 1);
-  map.Put("b", 2);
-  ASSERT_NE(map.Find("a"), nullptr);  // "a" is now the most recent
-  map.Put("c", 3);
-  EXPECT_EQ(map.Find("b"), nullptr);
-  EXPECT_EQ(*map.Find("a"), 1);
-  EXPECT_EQ(*map.Find("c"), 3);
-  map.Put("a", 10);
-  EXPECT_EQ(*map.Find("a"), 10);
-  EXPECT_EQ(map.size(), 2U);
-}
-
 TEST(EventJsonTest, HasTheCoreV1Shape) {
   ManualClock clock;
   clock.SetWall(std::chrono::system_clock::time_point(seconds(1'800'000'000)));
