@@ -69,10 +69,7 @@ class LoggingReflectorHooks final : public kube::ReflectorMetrics {
 }  // namespace
 
 PoolObject ToPoolObject(const nlohmann::json& object) {
-  PoolObject out{.pool = api::ParseInferencePool(object)};
-  const auto& meta = object.at("metadata");
-  out.resource_version = meta.value("resourceVersion", std::string());
-  return out;
+  return {.pool = api::ParseInferencePool(object), .resource_version = ResourceVersionOf(object)};
 }
 
 PoolController::PoolController(kube::Client& client, kube::EventRecorder& recorder,
