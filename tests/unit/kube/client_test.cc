@@ -10,31 +10,25 @@ namespace {
 
 using nlohmann::json;
 using ::testing::ElementsAre;
+using testing::FakeClient;
 using testing::FakeTransport;
 using ::testing::HasSubstr;
 
 class ClientTest : public ::testing::Test {
  protected:
-  ClientTest() {
-    auto t = std::make_unique<FakeTransport>();
-    transport_ = t.get();
-    ClientOptions options;
-    options.qps = 0;  // no rate limit unless a test sets one
-    client_ = std::make_unique<Client>(std::move(t), options, clock_,
-                                       [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
-  }
+  ClientTest() { MakeClient(FakeClient::Unlimited()); }  // no rate limit unless a test sets one
 
   void MakeClient(const ClientOptions& options) {
-    auto t = std::make_unique<FakeTransport>();
-    transport_ = t.get();
-    client_ = std::make_unique<Client>(std::move(t), options, clock_,
-                                       [this](std::chrono::nanoseconds d) { slept_.push_back(d); });
+    fake_ = std::make_unique<FakeClient>(clock_, options);
+    transport_ = fake_->transport;
+    client_ = fake_->client.get();
   }
+  std::vector<std::chrono::nanoseconds> Slept() const { return fake_->Slept(); }
 
   ManualClock clock_;
+  std::unique_ptr<FakeClient> fake_;
   FakeTransport* transport_ = nullptr;
-  std::unique_ptr<Client> client_;
-  std::vector<std::chrono::nanoseconds> slept_;
+  Client* client_ = nullptr;
 };
 
 TEST_F(ClientTest, GetBuildsPathAndParses) {
@@ -214,7 +208,7 @@ TEST_F(ClientTest, RetriesTooManyRequestsAfterRetryAfter) {
   transport_->Reply(200, "{}");
   ASSERT_TRUE(client_->GetPath("/api"));
   EXPECT_EQ(transport_->requests.size(), 3U);
-  EXPECT_THAT(slept_, ElementsAre(std::chrono::seconds(2), std::chrono::seconds(1)));
+  EXPECT_THAT(Slept(), ElementsAre(std::chrono::seconds(2), std::chrono::seconds(1)));
 }
 
 TEST_F(ClientTest, TooManyRequestsWithoutRetryAfterIsReturned) {
@@ -236,7 +230,7 @@ TEST_F(ClientTest, RetriesAreBoundedAndWaitsCapped) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().retry_after, std::chrono::seconds(3600));
   EXPECT_EQ(transport_->requests.size(), 3U);
-  EXPECT_THAT(slept_, ElementsAre(std::chrono::seconds(5), std::chrono::seconds(5)));
+  EXPECT_THAT(Slept(), ElementsAre(std::chrono::seconds(5), std::chrono::seconds(5)));
 }
 
 TEST_F(ClientTest, EveryCallIsRateLimited) {
@@ -247,7 +241,7 @@ TEST_F(ClientTest, EveryCallIsRateLimited) {
   for (int i = 0; i < 4; ++i) transport_->Reply(200, "{}");
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(client_->GetPath("/api"));
   // Two from the burst, then one every 100 ms; the clock does not move, so waits queue up.
-  EXPECT_THAT(slept_, ElementsAre(std::chrono::milliseconds(100), std::chrono::milliseconds(200)));
+  EXPECT_THAT(Slept(), ElementsAre(std::chrono::milliseconds(100), std::chrono::milliseconds(200)));
 }
 
 TEST_F(ClientTest, WatchStreamsEventsWithBookmarksAndErrors) {

@@ -212,46 +212,6 @@ TEST(EventJsonTest, HasTheCoreV1Shape) {
 
 // ---- EventRecorder over a scripted transport ----
 
-// Lets a test hold the writer inside a request until it opens the gate.
-class GatedTransport final : public Transport {
- public:
-  explicit GatedTransport(FakeTransport* inner) : inner_(inner) {}
-  HttpResponse Send(const HttpRequest& request) override {
-    std::unique_lock lock(mu_);
-    ++waiting_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-    --waiting_;
-    lock.unlock();
-    return inner_->Send(request);
-  }
-  StreamResult Stream(const HttpRequest& request, std::chrono::milliseconds idle) override {
-    return inner_->Stream(request, idle);
-  }
-  void Close() {
-    const std::lock_guard lock(mu_);
-    open_ = false;
-  }
-  void Open() {
-    {
-      const std::lock_guard lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  void WaitForWaiter() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return waiting_ > 0; });
-  }
-
- private:
-  FakeTransport* inner_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int waiting_ = 0;
-};
-
 struct CountingMetrics final : EventRecorderMetrics {
   void OnEventWritten() override { ++written; }
   void OnEventAggregated() override { ++aggregated; }
@@ -280,28 +240,20 @@ std::string ServerEvent(const std::string& name, int count) {
 
 class EventRecorderTest : public ::testing::Test {
  protected:
-  EventRecorderTest() {
-    auto gated = std::make_unique<GatedTransport>(&fake_);
-    gate_ = gated.get();
-    ClientOptions options;
-    options.qps = 0;
-    client_ = std::make_unique<Client>(std::move(gated), options, clock_,
-                                       [](std::chrono::nanoseconds) {});
-  }
+  EventRecorderTest() : fake_client_(clock_), fake_(*fake_client_.transport) {}
 
   std::unique_ptr<EventRecorder> MakeRecorder(EventRecorderOptions options = {}) {
     options.retry_delay = std::chrono::milliseconds(0);
     return std::make_unique<EventRecorder>(
-        *client_, options, EventRecorderDeps{.clock = &clock_, .metrics = &metrics_});
+        *fake_client_.client, options, EventRecorderDeps{.clock = &clock_, .metrics = &metrics_});
   }
 
   // Read only while the recorder is idle (after Flush), when its writer thread is waiting.
   const std::vector<HttpRequest>& Requests() const { return fake_.requests; }
 
   ManualClock clock_;
-  FakeTransport fake_;
-  GatedTransport* gate_ = nullptr;
-  std::unique_ptr<Client> client_;
+  testing::FakeClient fake_client_;
+  FakeTransport& fake_;  // its gate holds the writer inside a request until the test opens it
   CountingMetrics metrics_;
 };
 
@@ -384,15 +336,15 @@ TEST_F(EventRecorderTest, AFullQueueDropsAndCounts) {
   EventRecorderOptions options;
   options.queue_capacity = 2;
   auto recorder = MakeRecorder(options);
-  gate_->Close();
+  fake_.Close();
   recorder->Record(Pool("web"), EventType::kNormal, "A", "m");
-  gate_->WaitForWaiter();  // the writer holds "A" in its request; the queue is empty
+  fake_.WaitForHeld();  // the writer holds "A" in its request; the queue is empty
   recorder->Record(Pool("web"), EventType::kNormal, "B", "m");
   recorder->Record(Pool("web"), EventType::kNormal, "C", "m");
   recorder->Record(Pool("web"), EventType::kNormal, "D", "m");  // returns at once: dropped
   EXPECT_EQ(recorder->stats().dropped, 1U);
   EXPECT_EQ(metrics_.Drops(), std::vector<EventDropReason>{EventDropReason::kQueueFull});
-  gate_->Open();
+  fake_.Open();
   ASSERT_TRUE(recorder->Flush(seconds(10)));
   ASSERT_EQ(Requests().size(), 3U);
   EXPECT_EQ(json::parse(Requests()[2].body)["reason"], "C");
@@ -457,7 +409,7 @@ TEST_F(EventRecorderTest, WriteErrorsReachTheMetricsHook) {
     std::string message;
   } capture;
   fake_.Reply(403, R"({"kind":"Status","code":403,"reason":"Forbidden","message":"no events"})");
-  EventRecorder recorder(*client_, {}, {.clock = &clock_, .metrics = &capture});
+  EventRecorder recorder(*fake_client_.client, {}, {.clock = &clock_, .metrics = &capture});
   recorder.Record(Pool("web"), EventType::kNormal, "A", "m");
   ASSERT_TRUE(recorder.Flush(seconds(10)));
   EXPECT_THAT(capture.message, HasSubstr("no events"));

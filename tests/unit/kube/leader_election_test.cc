@@ -31,13 +31,7 @@ std::string LeaseJson(const std::string& holder, const std::string& renew, int r
 }
 
 struct Fixture : ::testing::Test {
-  Fixture() {
-    auto t = std::make_unique<FakeTransport>();
-    fake = t.get();
-    ClientOptions o;
-    o.qps = 0;
-    client = std::make_unique<Client>(std::move(t), o, clock, [](std::chrono::nanoseconds) {});
-  }
+  Fixture() : fake_client(clock), fake(fake_client.transport), client(fake_client.client.get()) {}
   std::unique_ptr<LeaderElector> Make(const LeaderCallbacks& cb = {}) {
     return std::make_unique<LeaderElector>(
         *client, LeaderElectionConfig{.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
@@ -47,8 +41,9 @@ struct Fixture : ::testing::Test {
                           .random = [] { return 0.5; }});
   }
   ManualClock clock;
-  FakeTransport* fake = nullptr;
-  std::unique_ptr<Client> client;
+  testing::FakeClient fake_client;
+  FakeTransport* fake;
+  Client* client;
 };
 
 TEST_F(Fixture, CreatesWhenAbsent) {
@@ -157,12 +152,9 @@ TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
   fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
   fake->Reply(201, LeaseJson("me", "t0", 1));
 
-  auto events_transport = std::make_unique<FakeTransport>();
-  FakeTransport* events = events_transport.get();
-  ClientOptions o;
-  o.qps = 0;
-  Client events_client(std::move(events_transport), o, clock, [](std::chrono::nanoseconds) {});
-  EventRecorder recorder(events_client, {},
+  testing::FakeClient events_client(clock);
+  FakeTransport* events = events_client.transport;
+  EventRecorder recorder(*events_client.client, {},
                          {.clock = &clock, .fence = [&e] { return e.IsLeader(); }});
   const ObjectReference pool{.kind = "InferencePool", .ns = "prod", .name = "web"};
 

@@ -5,11 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <functional>
 #include <future>
 
 #include "common/rfc3339.h"
+#include "fake_transport.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
 
@@ -21,47 +20,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-// Answers requests from a script of functions; when the script runs out it calls `on_empty`
-// (which stops the reflector) and fails the request.
-class ScriptedTransport final : public Transport {
- public:
-  using Step = std::function<StreamResult(const HttpRequest&)>;
-
-  void Then(Step step) { steps_.push_back(std::move(step)); }
-  // Called once, when the script has run out; the reflector may call again (after its short
-  // backoff) before the test stops it, and those calls just fail.
-  std::function<void()> on_empty;
-  std::vector<std::string> paths;
-
-  HttpResponse Send(const HttpRequest& request) override {
-    StreamResult r = Next(request);
-    return std::move(r.response);
-  }
-  StreamResult Stream(const HttpRequest& request, std::chrono::milliseconds /*idle*/) override {
-    return Next(request);
-  }
-
- private:
-  StreamResult Next(const HttpRequest& request) {
-    paths.push_back(request.path);
-    if (steps_.empty()) {
-      if (on_empty && !ended_) on_empty();
-      ended_ = true;
-      throw TransportError(kReasonTransport, "script ended");
-    }
-    Step step = std::move(steps_.front());
-    steps_.pop_front();
-    return step(request);
-  }
-  std::deque<Step> steps_;
-  bool ended_ = false;
-};
-
-StreamResult Answer(int status, const json& body) {
-  StreamResult r;
-  r.response = {status, body.dump(), ""};
-  return r;
-}
+StreamResult Answer(int status, const json& body) { return testing::Answer(status, body.dump()); }
 
 json PodList(const std::string& rv,
              std::initializer_list<std::pair<const char*, const char*>> pods) {
@@ -84,42 +43,13 @@ std::string Bookmark(const char* rv) {
   return json{{"type", "BOOKMARK"}, {"object", {{"metadata", {{"resourceVersion", rv}}}}}}.dump();
 }
 
-class LineScript final : public LineStream {
- public:
-  explicit LineScript(std::vector<std::string> lines) : lines_(lines.begin(), lines.end()) {}
-  std::optional<std::string> NextLine() override {
-    if (lines_.empty()) return std::nullopt;
-    std::string l = std::move(lines_.front());
-    lines_.pop_front();
-    if (l == "<broken>") throw TransportError(kReasonTransport, "connection reset");
-    return l;
-  }
-  void Cancel() override { lines_.clear(); }
-
- private:
-  std::deque<std::string> lines_;
-};
-
-StreamResult Stream(std::vector<std::string> lines) {
-  StreamResult r;
-  r.response.status = 200;
-  r.stream = std::make_unique<LineScript>(std::move(lines));
-  return r;
-}
-
 struct Seen {
   std::vector<std::string> added, updated, deleted;
 };
 
 class ReflectorTest : public ::testing::Test {
  protected:
-  ReflectorTest() {
-    auto t = std::make_unique<ScriptedTransport>();
-    transport_ = t.get();
-    ClientOptions o;
-    o.qps = 0;
-    client_ = std::make_unique<Client>(std::move(t), o, clock_, [](std::chrono::nanoseconds) {});
-  }
+  ReflectorTest() : transport_(fake_.transport) {}
 
   ReflectorOptions Options() {
     ReflectorOptions o;
@@ -146,25 +76,27 @@ class ReflectorTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  ScriptedTransport* transport_ = nullptr;
-  std::unique_ptr<Client> client_;
+  testing::FakeClient fake_{clock_};
+  testing::FakeTransport* transport_;
 };
 
 TEST_F(ReflectorTest, ListsThenWatchesAndRewatchesFromTheLastVersion) {
   transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
   transport_->Then([](const HttpRequest&) {
-    return Stream({Event("ADDED", "b", "11"), Event("MODIFIED", "a", "12"), Bookmark("15")});
+    return testing::StreamOf(
+        {Event("ADDED", "b", "11"), Event("MODIFIED", "a", "12"), Bookmark("15")});
   });
-  transport_->Then([](const HttpRequest&) { return Stream({Event("DELETED", "b", "16")}); });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  transport_->Then(
+      [](const HttpRequest&) { return testing::StreamOf({Event("DELETED", "b", "16")}); });
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
 
-  ASSERT_GE(transport_->paths.size(), 3U);
-  EXPECT_EQ(transport_->paths[0], "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500");
-  EXPECT_THAT(transport_->paths[1],
+  ASSERT_GE(transport_->Paths().size(), 3U);
+  EXPECT_EQ(transport_->Paths()[0], "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500");
+  EXPECT_THAT(transport_->Paths()[1],
               HasSubstr("watch=1&resourceVersion=10&allowWatchBookmarks=true"));
   // The server ended the first watch: the next starts where the bookmark left off, no relist.
-  EXPECT_THAT(transport_->paths[2], HasSubstr("watch=1&resourceVersion=15&"));
+  EXPECT_THAT(transport_->Paths()[2], HasSubstr("watch=1&resourceVersion=15&"));
   EXPECT_THAT(seen.added, ElementsAre("a", "b"));
   EXPECT_THAT(seen.updated, ElementsAre("a"));
   EXPECT_THAT(seen.deleted, ElementsAre("b"));
@@ -179,21 +111,21 @@ TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromNewest) {
     return Answer(200, PodList("10", {{"a", "5"}, {"gone", "6"}}));
   });
   transport_->Then([](const HttpRequest&) {
-    return Stream({json{{"type", "ERROR"},
-                        {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}
-                       .dump()});
+    return testing::StreamOf({json{
+        {"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}
+                                  .dump()});
   });
   const json expired = {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}};
   transport_->Then([&](const HttpRequest&) { return Answer(410, expired); });
   transport_->Then([](const HttpRequest&) {
     return Answer(200, PodList("30", {{"a", "20"}, {"new", "25"}}));
   });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
 
-  ASSERT_GE(transport_->paths.size(), 4U);
-  EXPECT_THAT(transport_->paths[2], HasSubstr("pods?resourceVersion=10&limit=500"));
-  EXPECT_THAT(transport_->paths[3], HasSubstr("pods?limit=500"));  // resourceVersion ""
+  ASSERT_GE(transport_->Paths().size(), 4U);
+  EXPECT_THAT(transport_->Paths()[2], HasSubstr("pods?resourceVersion=10&limit=500"));
+  EXPECT_THAT(transport_->Paths()[3], HasSubstr("pods?limit=500"));  // resourceVersion ""
   // The relist found what changed while no watch ran.
   EXPECT_THAT(seen.added, UnorderedElementsAre("a", "gone", "new"));
   EXPECT_THAT(seen.updated, ElementsAre("a"));
@@ -205,14 +137,14 @@ TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromNewest) {
 TEST_F(ReflectorTest, BrokenStreamRelistsAndUnchangedObjectsAreNoUpdates) {
   transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
   transport_->Then([](const HttpRequest&) {
-    return Stream({Event("ADDED", "b", "11"), "<broken>"});
+    return testing::StreamOf({Event("ADDED", "b", "11"), "<broken>"});
   });
   transport_->Then([](const HttpRequest&) {
     return Answer(200, PodList("11", {{"a", "5"}, {"b", "11"}}));
   });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
-  EXPECT_THAT(transport_->paths[2], HasSubstr("pods?resourceVersion=11&limit=500"));
+  EXPECT_THAT(transport_->Paths()[2], HasSubstr("pods?resourceVersion=11&limit=500"));
   EXPECT_THAT(seen.added, ElementsAre("a", "b"));
   EXPECT_TRUE(seen.updated.empty());
   EXPECT_TRUE(seen.deleted.empty());
@@ -249,7 +181,7 @@ TEST_F(ReflectorTest, FailedListsBackOffAndInvalidObjectsAreSkipped) {
   RecordingHooks hooks;
   ReflectorOptions options = Options();
   options.metrics = &hooks;
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   const Seen seen = RunInformer(informer);
   EXPECT_THAT(seen.added, ElementsAre("a"));
   EXPECT_EQ(informer.Invalid(), 1U);
@@ -266,18 +198,20 @@ TEST_F(ReflectorTest, InvalidObjectsAreReportedOncePerVersionAndLeaveTheCache) {
   list["items"].push_back(BadPod("bad", "4"));
   transport_->Then([list](const HttpRequest&) { return Answer(200, list); });
   transport_->Then([](const HttpRequest&) {
-    return Stream({json{{"type", "MODIFIED"}, {"object", BadPod("bad", "11")}}.dump(),
-                   json{{"type", "MODIFIED"}, {"object", BadPod("a", "12")}}.dump(), "<broken>"});
+    return testing::StreamOf({json{{"type", "MODIFIED"}, {"object", BadPod("bad", "11")}}.dump(),
+                              json{{"type", "MODIFIED"}, {"object", BadPod("a", "12")}}.dump(),
+                              "<broken>"});
   });
   json relist = PodList("13", {});
   relist["items"].push_back(BadPod("a", "12"));
   relist["items"].push_back(BadPod("bad", "11"));
   transport_->Then([relist](const HttpRequest&) { return Answer(200, relist); });
-  transport_->Then([](const HttpRequest&) { return Stream({Event("MODIFIED", "a", "14")}); });
+  transport_->Then(
+      [](const HttpRequest&) { return testing::StreamOf({Event("MODIFIED", "a", "14")}); });
   RecordingHooks hooks;
   ReflectorOptions options = Options();
   options.metrics = &hooks;
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   const Seen seen = RunInformer(informer);
   EXPECT_THAT(hooks.invalid, ElementsAre("ns/bad@4", "ns/bad@11", "ns/a@12"));
   EXPECT_EQ(informer.Invalid(), 3U);
@@ -311,7 +245,7 @@ TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
   ReflectorOptions options = Options();
   options.metrics = &hooks;
   options.stale_after = std::chrono::seconds(60);
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   watched = &informer;
   RunInformer(informer);
   EXPECT_TRUE(stale_before_recovery);
