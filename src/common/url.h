@@ -2,7 +2,8 @@
 // config's server URL and in-cluster address, the transport's scheme, api's URL fields, the
 // HTTP server's listen addresses). Pure functions of their argument; results view the input.
 //
-//   eoc::SplitHttpUrl("https://[::1]:6443/prefix")  // {.scheme = "https", .authority = "[::1]:6443",
+//   eoc::SplitHttpUrl("https://[::1]:6443/prefix")  // {.scheme = "https", .authority =
+//   "[::1]:6443",
 //                                                   //  .rest = "/prefix"}
 //   eoc::SplitHostPort("[::1]:6443", &error)        // {.host = "::1", .port = 6443}
 //   eoc::IsServerUrl("https://h:6443")              // true; "https://h/?x=1" false

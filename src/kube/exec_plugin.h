@@ -49,9 +49,9 @@ struct ExecLimits {
 
 // Runs the plugin once, with stdin on /dev/null (we never have a terminal), and parses its
 // ExecCredential. A command without a slash is looked up on PATH; one with a slash is used as it
-// is (kubeconfig_user.cc has already made a kubeconfig-relative one absolute). The plugin runs in its own
-// process group, which is killed as a whole on timeout or oversized output, and it is always
-// reaped. Throws CredentialError naming the command and what went wrong.
+// is (kubeconfig_user.cc has already made a kubeconfig-relative one absolute). The plugin runs in
+// its own process group, which is killed as a whole on timeout or oversized output, and it is
+// always reaped. Throws CredentialError naming the command and what went wrong.
 ExecResult RunExecPlugin(const ExecConfig& exec, const ExecClusterInfo& cluster,
                          const ExecLimits& limits = {});
 

@@ -11,8 +11,8 @@
 #include <set>
 #include <thread>
 
-#include "control_plane.h"
 #include "common/url.h"
+#include "control_plane.h"
 #include "files.h"
 #include "kube/config.h"
 #include "kube/discovery.h"

@@ -111,7 +111,8 @@ TEST(LruMapTest, MatchesAReferenceModel) {
 }
 
 TEST(LruMapTest, MatchesAReferenceModelWithStringKeys) {
-  CheckAgainstAReferenceModel<std::string>([](std::uint64_t n) { return "pod/" + std::to_string(n); });
+  CheckAgainstAReferenceModel<std::string>(
+      [](std::uint64_t n) { return "pod/" + std::to_string(n); });
 }
 
 // Put, as the event recorder's caches use it: inserts or replaces, and forgets the least recently

@@ -8,7 +8,6 @@
 namespace eoc {
 namespace {
 
-
 TEST(ParsePort, DigitsFromZeroTo65535) {
   EXPECT_EQ(ParsePort("0"), 0);
   EXPECT_EQ(ParsePort("6443"), 6443);
@@ -79,9 +78,9 @@ TEST(IsServerUrl, HostPortAndAPathPrefixOnly) {
                            "https://10.0.0.1/", "https://my_host:1"}) {
     EXPECT_TRUE(IsServerUrl(good)) << good;
   }
-  for (const char* bad : {"https://:443", "https://h:0", "https://h:99999", "https://h/?x=1",
-                          "https://h/#f", "https://user@h", "https://h:6443:1", "https://h!",
-                          "https://[::1", "https://[]:443"}) {
+  for (const char* bad :
+       {"https://:443", "https://h:0", "https://h:99999", "https://h/?x=1", "https://h/#f",
+        "https://user@h", "https://h:6443:1", "https://h!", "https://[::1", "https://[]:443"}) {
     EXPECT_FALSE(IsServerUrl(bad)) << bad;
   }
 }
