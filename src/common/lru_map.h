@@ -79,10 +79,9 @@ class LruMap {
   // PopOldest() first.
   V& Insert(K key, V value) {
     const std::uint32_t node = AllocateNode();
-    const std::size_t slot = SlotOf(key);
-    nodes_[node].key = std::move(key);
+    nodes_[node].key = key;
     nodes_[node].value = std::move(value);
-    slots_[slot] = node + 1;
+    slots_[SlotOf(key)] = node + 1;
     PushFront(node);
     ++size_;
     return nodes_[node].value;
@@ -90,10 +89,10 @@ class LruMap {
 
   // The entry for `key`, set to `value` and now the most recently used: the existing one, or a new
   // one (evicting the least recently used when Full()). The capacity must not be 0.
-  V& Put(K key, V value) {
+  V& Put(const K& key, V value) {
     if (V* existing = Touch(key)) return *existing = std::move(value);
     if (Full()) PopOldest();
-    return Insert(std::move(key), std::move(value));
+    return Insert(key, std::move(value));
   }
 
   // Removes `key`; false if it was absent.
