@@ -20,6 +20,7 @@ int RunMain(std::vector<std::string> args, KubeFlags& flags, const std::function
   AddKubeFlags(app, flags);
   args.insert(args.begin(), "eoc-test");
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (std::string& arg : args) argv.push_back(arg.data());
   return Main(app, static_cast<int>(argv.size()), argv.data(), flags, "test", run);
 }
