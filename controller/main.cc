@@ -7,17 +7,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <csignal>
-#include <iostream>
 #include <memory>
-#include <optional>
 
+#include "cli/kube_flags.h"
 #include "common/stop_signals.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_controller.h"
 #include "controller/pool_metrics.h"
 #include "kube/client.h"
-#include "kube/config.h"
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
 #include "server/handlers.h"
@@ -31,7 +28,7 @@ using eoc::telemetry::Logger;
 namespace kube = eoc::kube;
 
 struct Flags {
-  kube::LoadOptions load;
+  eoc::cli::KubeFlags kube;
   std::vector<std::string> namespaces;  // empty = all namespaces
   int reconcile_workers = 2;
   bool leader_elect = false;
@@ -39,8 +36,6 @@ struct Flags {
   std::string leader_election_id = "eoc-operator";
   std::string metrics_bind_address = ":8080";
   std::string health_probe_bind_address = ":8081";
-  std::string log_level = "info";
-  kube::ClientOptions client;
   int informer_stale_after_seconds = 60;
   bool readyz_requires_fresh_caches = false;
 };
@@ -64,8 +59,9 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
 
 int Run(const Flags& flags) {
   const Logger log("controller");
-  const kube::RestConfig config = kube::LoadConfig(flags.load);
-  auto client = kube::Client::Create(config, flags.client);
+  const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
+  const kube::RestConfig& config = api.config;
+  kube::Client& client = *api.client;
   log.Info("configured", {{"server", config.server}, {"source", config.source}});
 
   eoc::telemetry::Metrics metrics;
@@ -81,9 +77,9 @@ int Run(const Flags& flags) {
   if (flags.leader_elect) {
     fence = [&elector] { return elector != nullptr && elector->IsLeader(); };
   }
-  kube::EventRecorder recorder(*client, {.component = "eoc-controller"}, {.fence = fence});
+  kube::EventRecorder recorder(client, {.component = "eoc-controller"}, {.fence = fence});
   eoc::controller::PoolController pools(
-      *client, recorder,
+      client, recorder,
       {.namespaces = flags.namespaces,
        .workers = flags.reconcile_workers,
        .reconcile = {.fence = fence},
@@ -139,7 +135,7 @@ int Run(const Flags& flags) {
     };
     // The elector's own client: a call that hangs must end well within the renew deadline, so
     // that a leader cut off from the API server steps down in time.
-    kube::ClientOptions elector_options = flags.client;
+    kube::ClientOptions elector_options = flags.kube.client;
     elector_options.transport.request_timeout = lc.renew_deadline / 2;
     elector_client = kube::Client::Create(config, elector_options);
     elector = std::make_unique<kube::LeaderElector>(
@@ -166,13 +162,10 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread starts, so that every thread inherits the blocked signals.
-  eoc::BlockStopSignals();
   CLI::App app{"eoc-controller: runs fleets of LLM inference servers on Kubernetes"};
   Flags f;
-  app.add_option("--kubeconfig", f.load.kubeconfig,
-                 "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
-  app.add_option("--context", f.load.context, "kubeconfig context (default: current-context)");
+  eoc::cli::AddKubeFlags(app, f.kube);
+  eoc::cli::AddLogLevelFlag(app, f.kube);
   app.add_option("--namespace", f.namespaces,
                  "watch InferencePools and pods in this namespace only; repeat for more "
                  "(default: all)");
@@ -192,13 +185,6 @@ int main(int argc, char** argv) {
                  "pools reconciled at once (each pool by one worker at a time)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
-  app.add_option("--kube-api-qps", f.client.qps, "client-side limit on API calls per second")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--kube-api-burst", f.client.burst, "burst of API calls above the QPS limit")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
   app.add_option("--informer-stale-after", f.informer_stale_after_seconds,
                  "seconds of failed lists and watches after which a cache counts as stale "
                  "(logged, eoc_informer_stale, /readyz?verbose)")
@@ -206,12 +192,5 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--readyz-requires-fresh-caches", f.readyz_requires_fresh_caches,
                "make a stale cache fail /readyz (default: shown in /readyz?verbose only)");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    eoc::telemetry::SetLogLevel(eoc::telemetry::ParseLogLevel(f.log_level));
-    return Run(f);
-  } catch (const std::exception& e) {  // bad config, a port in use: say what and exit non-zero
-    Logger("controller").Error("cannot run", {{"error", e.what()}});
-    return 1;
-  }
+  return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/object_meta.h"
 #include "common/rfc3339.h"
 #include "controller/pool_status.h"
 #include "controller/routing_config.h"
@@ -34,10 +35,7 @@ const telemetry::Logger& PoolLog() {
 }
 
 PoolObject ToPoolObject(const nlohmann::json& object) {
-  PoolObject out{.pool = api::ParseInferencePool(object)};
-  const auto& meta = object.at("metadata");
-  out.resource_version = meta.value("resourceVersion", std::string());
-  return out;
+  return {.pool = api::ParseInferencePool(object), .resource_version = ResourceVersionOf(object)};
 }
 
 kube::Result<nlohmann::json> KubePoolClient::UpdateStatus(const nlohmann::json& pool) {

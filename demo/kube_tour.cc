@@ -8,11 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
+#include "cli/kube_flags.h"
 #include "kube/client.h"
-#include "kube/config.h"
 #include "kube/discovery.h"
 #include "manifests.h"
 
@@ -59,36 +60,27 @@ bool WaitForPods(Client& client, const std::string& ns, const std::string& selec
 
 int main(int argc, char** argv) {
   CLI::App app{"eoc-kube-tour: the eoc-operator Kubernetes client against a live API server"};
-  eoc::kube::LoadOptions load;
+  eoc::cli::KubeFlags kube;
   std::string ns = "eoc-demo";
   int replicas = 3;
   bool keep = false;
-  eoc::kube::ClientOptions client_options;
-  app.add_option("--kubeconfig", load.kubeconfig,
-                 "kubeconfig file (default: $KUBECONFIG, "
-                 "in-cluster, ~/.kube/config)");
-  app.add_option("--context", load.context, "kubeconfig context (default: current-context)");
+  eoc::cli::AddKubeFlags(app, kube);
   app.add_option("--namespace", ns, "namespace to create the demo Deployment in")
       ->capture_default_str();
   app.add_option("--replicas", replicas, "replicas to scale to")
       ->check(CLI::Range(1, 50))
       ->capture_default_str();
   app.add_flag("--keep", keep, "leave the namespace and Deployment in place");
-  app.add_option("--kube-api-qps", client_options.qps, "client-side limit on API calls per second")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--kube-api-burst", client_options.burst, "burst of API calls above the QPS limit")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  eoc::kube::RestConfig config;
+  eoc::cli::Connection api;
   try {
-    config = eoc::kube::LoadConfig(load);
+    api = eoc::cli::Connect(kube);
   } catch (const eoc::kube::ConfigError& e) {
     std::cerr << "eoc-kube-tour: " << e.what() << "\n";
     return 2;
   }
+  const eoc::kube::RestConfig& config = api.config;
   const char* auth = config.exec                       ? "exec plugin"
                      : !config.token_file.empty()      ? "token file"
                      : !config.token.empty()           ? "bearer token"
@@ -96,7 +88,7 @@ int main(int argc, char** argv) {
                                                        : "none";
   Say("1. config: server ", config.server, " (from ", config.source, "), auth: ", auth,
       ", CA: ", config.ca_pem.empty() ? "system roots" : "cluster CA");
-  auto client = Client::Create(config, client_options);
+  const std::unique_ptr<Client>& client = api.client;
 
   const json version = Must(client->GetPath("/version"), "GET /version");
   Say("2. API server ", version.value("gitVersion", "?"), " (", version.value("platform", "?"),

@@ -7,6 +7,7 @@
 #include "api/enum_names.h"
 #include "api/json_reader.h"
 #include "api/spec_parser.h"
+#include "common/object_meta.h"
 
 namespace eoc::api {
 namespace {
@@ -36,11 +37,6 @@ std::vector<FieldError> Tidy(std::vector<FieldError> errors) {
   return out;
 }
 
-std::string StringMember(const json& object, std::string_view key) {
-  const json* value = internal::Member(&object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
-}
-
 }  // namespace
 
 std::string_view ToString(Engine value) {
@@ -57,26 +53,21 @@ std::string_view ToString(EnergySource value) {
 }
 
 InferencePool ParseInferencePool(const json& object) {
-  const json* metadata = internal::Member(&object, "metadata");
-  const json* name = internal::Member(metadata, "name");
-  if (name == nullptr || !name->is_string() || name->get_ref<const std::string&>().empty()) {
-    throw std::invalid_argument("InferencePool object without metadata.name");
-  }
+  // Lenient: only a missing name refuses the object; its spec's errors are reported in status.
+  ObjectMeta meta = ReadObjectMetaLenient(object);
+  if (meta.name.empty()) throw std::invalid_argument("InferencePool object without metadata.name");
   InferencePool pool;
-  pool.name = name->get<std::string>();
-  pool.ns = StringMember(*metadata, "namespace");
-  pool.uid = StringMember(*metadata, "uid");
-  const json* generation = internal::Member(metadata, "generation");
-  if (generation != nullptr && generation->is_number_integer()) {
-    pool.generation = generation->get<std::int64_t>();
-  }
+  pool.name = std::move(meta.name);
+  pool.ns = std::move(meta.ns);
+  pool.uid = std::move(meta.uid);
+  pool.generation = meta.generation;
   std::vector<FieldError> errors;
-  pool.spec = internal::ParseSpec(internal::Member(&object, "spec"), errors);
+  pool.spec = internal::ParseSpec(MemberOrNull(&object, "spec"), errors);
   // Cross-field rules only on a spec whose every field was readable: a field in error holds its
   // default, which would make them report problems the object does not have.
   if (errors.empty()) errors = Validate(pool.spec);
   pool.errors = Tidy(std::move(errors));
-  if (const json* status = internal::Member(&object, "status")) pool.status = ParseStatus(*status);
+  if (const json* status = MemberOrNull(&object, "status")) pool.status = ParseStatus(*status);
   return pool;
 }
 

@@ -10,13 +10,6 @@ namespace eoc::api::internal {
 
 using nlohmann::json;
 
-const json* Member(const json* object, std::string_view key) {
-  if (object == nullptr || !object->is_object()) return nullptr;
-  const auto it = object->find(key);
-  if (it == object->end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 std::string Describe(const json& value) {
   if (value.is_string()) return Quoted(value.get_ref<const std::string&>());
   if (value.is_object()) return "an object";

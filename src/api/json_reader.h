@@ -3,7 +3,7 @@
 // Internal to src/api.
 //
 //   std::vector<eoc::api::FieldError> errors;
-//   eoc::api::internal::ObjectReader spec(eoc::api::internal::Member(&object, "spec"), "spec",
+//   eoc::api::internal::ObjectReader spec(eoc::MemberOrNull(object, "spec"), "spec",
 //                                         errors);
 //   if (spec.Require("targetPort")) spec.Int("targetPort", port, {.min = 1, .max = 65535});
 //   eoc::api::internal::ObjectReader metrics = spec.Object("metrics");   // absent: all absent
@@ -23,12 +23,13 @@
 
 #include "api/inference_pool.h"
 #include "common/enum_name.h"
+#include "common/json_members.h"
 
 namespace eoc::api::internal {
 
-// The member `key` of `object` when `object` is an object that has it and it is not null (the
-// API server treats null as absent); else nullptr.
-const nlohmann::json* Member(const nlohmann::json* object, std::string_view key);
+// Members are looked up with MemberOrNull (common/json_members.h): null reads as absent, as the
+// API server treats it.
+using ::eoc::MemberOrNull;
 
 // A value as an error message quotes it after "got": a string quoted (cut short), a number or
 // boolean as JSON writes it, "an object" or "an array".
@@ -105,7 +106,7 @@ class ObjectReader {
   const std::string& path() const { return path_; }
   std::string Path(std::string_view key) const { return path_ + "." + std::string(key); }
   // Present and not null.
-  const nlohmann::json* Get(std::string_view key) const { return Member(object_, key); }
+  const nlohmann::json* Get(std::string_view key) const { return MemberOrNull(object_, key); }
   void Error(std::string_view key, std::string message) const;
   // True when the field is present; otherwise reports it as required (unless this object was of
   // the wrong type, which is reported already).

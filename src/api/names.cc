@@ -1,6 +1,9 @@
 #include "api/names.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "common/url.h"
 
 namespace eoc::api {
 namespace {
@@ -65,16 +68,8 @@ bool IsHttpHeaderName(std::string_view text) {
 }
 
 bool IsHttpUrl(std::string_view text) {
-  std::string_view rest;
-  if (text.starts_with("https://")) {
-    rest = text.substr(8);
-  } else if (text.starts_with("http://")) {
-    rest = text.substr(7);
-  } else {
-    return false;
-  }
-  if (rest.empty() || rest.front() == '/' || rest.front() == ':') return false;  // no host
-  return NoSpaceOrControl(rest);
+  const std::optional<HttpUrl> url = SplitHttpUrl(text);
+  return url && !url->authority.starts_with(':');  // ":8080" names no host
 }
 
 bool IsModelName(std::string_view text) {

@@ -31,7 +31,7 @@ bool IsLabelValue(std::string_view text);
 bool IsHttpHeaderName(std::string_view text);
 
 // "http://" or "https://" followed by a host, then anything without whitespace or control
-// characters.
+// characters (eoc::SplitHttpUrl of common/url.h).
 bool IsHttpUrl(std::string_view text);
 
 // A model name as `models` and the eoc.dev/models annotation list it: 1-253 characters, none of

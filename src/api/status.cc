@@ -15,7 +15,7 @@ constexpr std::size_t kMaxConditions = 64;
 constexpr std::size_t kMaxWorkerModels = 256;
 
 std::optional<std::int64_t> IntMember(const json& object, std::string_view key) {
-  const json* value = internal::Member(&object, key);
+  const json* value = MemberOrNull(&object, key);
   if (value == nullptr) return std::nullopt;
   if (value->is_number_unsigned()) {
     const auto u = value->get<std::uint64_t>();
@@ -38,12 +38,12 @@ std::optional<std::int32_t> Int32Member(const json& object, std::string_view key
 }
 
 void ReadString(const json& object, std::string_view key, std::string& out) {
-  const json* value = internal::Member(&object, key);
+  const json* value = MemberOrNull(&object, key);
   if (value != nullptr && value->is_string()) out = value->get<std::string>();
 }
 
 void ReadBool(const json& object, std::string_view key, bool& out) {
-  const json* value = internal::Member(&object, key);
+  const json* value = MemberOrNull(&object, key);
   if (value != nullptr && value->is_boolean()) out = value->get<bool>();
 }
 
@@ -58,7 +58,7 @@ void ReadInt(const json& object, std::string_view key, T& out) {
 
 std::vector<std::string> ReadStrings(const json& object, std::string_view key, std::size_t max) {
   std::vector<std::string> out;
-  const json* list = internal::Member(&object, key);
+  const json* list = MemberOrNull(&object, key);
   if (list == nullptr || !list->is_array()) return out;
   for (const json& item : *list) {
     if (out.size() == max) break;
@@ -128,7 +128,7 @@ RoutingTable ParseRoutingTable(const json& object) {
   RoutingTable table;
   ReadString(object, "strategy", table.strategy);
   ReadInt(object, "generation", table.generation);
-  const json* workers = internal::Member(&object, "workers");
+  const json* workers = MemberOrNull(&object, "workers");
   if (workers != nullptr && workers->is_array()) {
     for (const json& w : *workers) {
       if (table.workers.size() == kMaxRoutingTableWorkers) break;
@@ -161,14 +161,14 @@ InferencePoolStatus ParseStatus(const json& status) {
   ReadInt(status, "readyWorkers", out.ready_workers);
   out.desired_replicas = Int32Member(status, "desiredReplicas");
   ReadString(status, "lastScaleTime", out.last_scale_time);
-  const json* conditions = internal::Member(&status, "conditions");
+  const json* conditions = MemberOrNull(&status, "conditions");
   if (conditions != nullptr && conditions->is_array()) {
     for (const json& c : *conditions) {
       if (out.conditions.size() == kMaxConditions) break;
       if (c.is_object()) out.conditions.push_back(ParseCondition(c));
     }
   }
-  const json* routing = internal::Member(&status, "routing");
+  const json* routing = MemberOrNull(&status, "routing");
   if (routing != nullptr && routing->is_object()) out.routing = ParseRoutingTable(*routing);
   return out;
 }

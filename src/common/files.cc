@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <system_error>
 #include <vector>
 
@@ -19,6 +20,11 @@ constexpr std::size_t kReadChunkBytes = std::size_t{64} << 10;
 }  // namespace
 
 std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+bool IsMissingFile(const std::string& path) {
+  std::error_code ec;  // any other error: let the read report it
+  return std::filesystem::status(path, ec).type() == std::filesystem::file_type::not_found;
+}
 
 std::optional<std::string> ReadFileLimited(const std::string& path, std::size_t max_bytes,
                                            std::string* error) {

@@ -51,6 +51,10 @@ std::string ErrnoText(int err);
 std::optional<std::string> ReadFileLimited(const std::string& path, std::size_t max_bytes,
                                            std::string* error);
 
+// True when nothing exists at `path`; false for anything else, errors included (a read then
+// reports those).
+bool IsMissingFile(const std::string& path);
+
 // What a command names: the command itself when it has a slash, else the first executable regular
 // file of that name on $PATH (as execvp and Go's exec.LookPath search: an empty entry is the
 // current folder; without $PATH, /bin:/usr/bin). nullopt when there is none.

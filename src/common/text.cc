@@ -22,6 +22,15 @@ std::vector<std::string> SplitPathList(std::string_view list) {
   return parts;
 }
 
+std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (!out.empty()) out += separator;
+    out += part;
+  }
+  return out;
+}
+
 std::string_view TrimWhitespace(std::string_view text) {
   constexpr std::string_view kWhitespace = " \t\r\n\v\f";
   const std::size_t first = text.find_first_not_of(kWhitespace);

@@ -33,6 +33,10 @@ std::string Quoted(std::string_view value);
 // ("a::b" gives "a", "", "b"; "" gives one empty entry), as each list gives those its own meaning.
 std::vector<std::string> SplitPathList(std::string_view list);
 
+// `parts` with `separator` between them: Join({"a", "b"}, ", ") is "a, b" (an empty part adds
+// no separator before the next).
+std::string Join(const std::vector<std::string>& parts, std::string_view separator);
+
 // `text` without leading and trailing ASCII whitespace.
 std::string_view TrimWhitespace(std::string_view text);
 

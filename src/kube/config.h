@@ -14,7 +14,17 @@
 // As kubectl, only the context in use, its cluster and its user are validated (and their files
 // read); a broken entry elsewhere is ignored. Beyond kubectl: client certificate and key must be
 // PEM and belong together, auth-provider and basic auth are refused (use an exec plugin), and a
-// server URL may carry a path prefix but no userinfo, query or fragment.
+// server URL may carry a path prefix but no userinfo, query or fragment (common/url.h checks it).
+//
+// The files behind it, and the one way their includes point (nothing points back up):
+//   config.cc (LoadConfig: the precedence)
+//     -> kubeconfig.cc (files, merging, contexts, clusters) -> kubeconfig_user.cc (users)
+//          -> kubeconfig_field.h (YAML nodes named by path)
+//     -> in_cluster.cc (the service account)
+//   both -> tls_material.h (PEM checks), token_file.h, common/url.h, common/files.h
+//   credentials.h -> config.h;  credentials.cc -> exec_plugin.h -> config.h
+//   credentials.h, exec_plugin.h -> credential_error.h
+// config knows nothing of credentials or exec plugins beyond the ExecConfig it parses.
 #pragma once
 
 #include <functional>
@@ -60,6 +70,8 @@ struct RestConfig {
 // Reads the process environment by default; tests inject their own.
 using GetEnv = std::function<std::optional<std::string>(const std::string&)>;
 GetEnv ProcessEnv();
+// env(name), with an empty value read as unset (as client-go reads these variables).
+std::optional<std::string> NonEmptyEnv(const GetEnv& env, const std::string& name);
 
 struct LoadOptions {
   std::string kubeconfig;  // --kubeconfig: one explicit file, overrides $KUBECONFIG

@@ -2,9 +2,8 @@
 
 #include <utility>
 
-#include "common/files.h"
-#include "common/text.h"
 #include "kube/exec_plugin.h"
+#include "kube/token_file.h"
 
 namespace eoc::kube {
 namespace {
@@ -132,17 +131,6 @@ std::unique_ptr<CredentialSource> MakeCredentialSource(const RestConfig& config,
     return std::make_unique<TokenFileSource>(config.token_file, std::move(base), clock);
   }
   return std::make_unique<StaticSource>(std::move(base));
-}
-
-std::optional<std::string> ReadTokenFile(const std::string& path, std::string* error) {
-  std::optional<std::string> text = ReadFileLimited(path, kMaxTokenFileBytes, error);
-  if (!text) return std::nullopt;
-  const std::string_view token = TrimWhitespace(*text);
-  if (token.empty()) {
-    *error = "the file is empty";
-    return std::nullopt;
-  }
-  return std::string(token);
 }
 
 }  // namespace eoc::kube

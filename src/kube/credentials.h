@@ -9,20 +9,13 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "common/clock.h"
 #include "kube/config.h"
+#include "kube/credential_error.h"
 
 namespace eoc::kube {
-
-class CredentialError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct Credentials {
   std::string token;            // empty: no Authorization header
@@ -46,14 +39,5 @@ std::unique_ptr<CredentialSource> MakeCredentialSource(const RestConfig& config,
 
 // How often a token file is read again (client-go re-reads at most once a minute).
 inline constexpr std::chrono::seconds kTokenFileRereadPeriod{60};
-// How long an exec plugin may run, and how much it may print, before it is judged failed.
-inline constexpr std::chrono::seconds kExecTimeout{60};
-inline constexpr std::size_t kExecMaxOutputBytes = 1 << 20;
-
-// Reads a bearer token file (at most kMaxTokenFileBytes), trimmed of surrounding whitespace as
-// client-go trims it. An empty token is an error: sending "Bearer " would only earn a 401. On
-// failure returns nullopt and sets *error to why.
-inline constexpr std::size_t kMaxTokenFileBytes = std::size_t{1} << 20;
-std::optional<std::string> ReadTokenFile(const std::string& path, std::string* error);
 
 }  // namespace eoc::kube

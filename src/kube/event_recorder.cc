@@ -106,9 +106,9 @@ std::string EventName(const std::string& object_name, std::int64_t unix_nanos) {
 EventCorrelator::EventCorrelator(const Clock& clock, EventCorrelatorOptions options)
     : clock_(clock),
       options_(options),
-      aggregates_(options.cache_size),
-      observations_(options.cache_size),
-      buckets_(options.cache_size) {}
+      aggregates_(std::max<std::size_t>(options.cache_size, 1)),  // Put needs room for one
+      observations_(std::max<std::size_t>(options.cache_size, 1)),
+      buckets_(std::max<std::size_t>(options.cache_size, 1)) {}
 
 CorrelationResult EventCorrelator::Correlate(Event event) {
   CorrelationResult result;
@@ -125,7 +125,7 @@ void EventCorrelator::Aggregate(CorrelationResult& result) {
   Event& e = result.event;
   const auto now = clock_.Now();
   const std::string key = AggregateKey(e);
-  AggregateRecord* record = aggregates_.Find(key);
+  AggregateRecord* record = aggregates_.Touch(key);
   if (record == nullptr || now - record->last > options_.dedup_interval) {
     record = &aggregates_.Put(key, AggregateRecord{});
   }
@@ -145,7 +145,7 @@ void EventCorrelator::Aggregate(CorrelationResult& result) {
 void EventCorrelator::Observe(CorrelationResult& result) {
   Event& e = result.event;
   const auto now = clock_.Now();
-  const Observation* prior = observations_.Find(result.key);
+  const Observation* prior = observations_.Touch(result.key);
   if (prior != nullptr && prior->count > 0 && now - prior->last <= options_.dedup_interval) {
     e.name = prior->name;
     e.resource_version = prior->resource_version;
@@ -165,7 +165,7 @@ void EventCorrelator::Observe(CorrelationResult& result) {
 }
 
 void EventCorrelator::UpdateState(const std::string& key, const Event& written) {
-  Observation* o = observations_.Find(key);
+  Observation* o = observations_.Touch(key);
   if (o == nullptr) {
     observations_.Put(key, Observation{written.count, written.first_timestamp, written.name,
                                        written.resource_version, clock_.Now()});
@@ -180,7 +180,7 @@ bool EventCorrelator::AllowedBySpamFilter(const Event& event) {
   const auto now = clock_.Now();
   const std::string key = SpamKey(event);
   const auto burst = static_cast<double>(options_.spam_burst);
-  Bucket* bucket = buckets_.Find(key);
+  Bucket* bucket = buckets_.Touch(key);
   if (bucket == nullptr) bucket = &buckets_.Put(key, Bucket{burst, now});
   if (options_.spam_refill.count() <= 0) {
     bucket->tokens = burst;

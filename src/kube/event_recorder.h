@@ -20,18 +20,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "common/backoff.h"
 #include "common/clock.h"
+#include "common/lru_map.h"
 #include "kube/client.h"
 #include "kube/event_sink.h"
 #include "kube/status.h"
@@ -74,36 +73,6 @@ struct Event {
 // "<object name>.<16 hex digits of the time in ns>", as client-go names Events; `unix_nanos` must
 // be unique per process (the correlator makes it so).
 std::string EventName(const std::string& object_name, std::int64_t unix_nanos);
-
-// A map that forgets its least recently used entry past `capacity`.
-template <class V>
-class LruMap {
- public:
-  explicit LruMap(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
-  // The entry, now the most recently used; nullptr when absent.
-  V* Find(const std::string& key) {
-    const auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return &it->second->second;
-  }
-  V& Put(const std::string& key, V value) {
-    if (V* existing = Find(key)) return *existing = std::move(value);
-    order_.emplace_front(key, std::move(value));
-    index_.emplace(key, order_.begin());
-    if (order_.size() > capacity_) {
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
-    return order_.front().second;
-  }
-  std::size_t size() const { return order_.size(); }
-
- private:
-  std::size_t capacity_;
-  std::list<std::pair<std::string, V>> order_;  // most recently used first
-  std::unordered_map<std::string, typename std::list<std::pair<std::string, V>>::iterator> index_;
-};
 
 struct EventCorrelatorOptions {
   std::size_t cache_size = 4096;  // entries in each of the three caches
@@ -162,9 +131,9 @@ class EventCorrelator {
 
   const Clock& clock_;
   const EventCorrelatorOptions options_;
-  LruMap<AggregateRecord> aggregates_;
-  LruMap<Observation> observations_;
-  LruMap<Bucket> buckets_;
+  LruMap<std::string, AggregateRecord> aggregates_;
+  LruMap<std::string, Observation> observations_;
+  LruMap<std::string, Bucket> buckets_;
   std::int64_t last_name_nanos_ = 0;
 };
 

@@ -15,9 +15,13 @@
 #include <vector>
 
 #include "kube/config.h"
-#include "kube/credentials.h"
+#include "kube/credential_error.h"
 
 namespace eoc::kube {
+
+// How long an exec plugin may run, and how much it may print, before it is judged failed.
+inline constexpr std::chrono::seconds kExecTimeout{60};
+inline constexpr std::size_t kExecMaxOutputBytes = 1 << 20;
 
 // What the plugin answered (status of its ExecCredential).
 struct ExecResult {
@@ -37,7 +41,7 @@ struct ExecClusterInfo {
   bool insecure_skip_tls_verify = false;
 };
 
-// Bounds on one run. The defaults are the public ones of credentials.h; tests shorten them.
+// Bounds on one run; tests shorten them.
 struct ExecLimits {
   std::chrono::milliseconds timeout = kExecTimeout;
   std::size_t max_output_bytes = kExecMaxOutputBytes;  // stdout; stderr keeps only a tail
@@ -45,9 +49,9 @@ struct ExecLimits {
 
 // Runs the plugin once, with stdin on /dev/null (we never have a terminal), and parses its
 // ExecCredential. A command without a slash is looked up on PATH; one with a slash is used as it
-// is (config.cc has already made a kubeconfig-relative one absolute). The plugin runs in its own
-// process group, which is killed as a whole on timeout or oversized output, and it is always
-// reaped. Throws CredentialError naming the command and what went wrong.
+// is (kubeconfig_user.cc has already made a kubeconfig-relative one absolute). The plugin runs in
+// its own process group, which is killed as a whole on timeout or oversized output, and it is
+// always reaped. Throws CredentialError naming the command and what went wrong.
 ExecResult RunExecPlugin(const ExecConfig& exec, const ExecClusterInfo& cluster,
                          const ExecLimits& limits = {});
 

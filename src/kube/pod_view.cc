@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 
+#include "common/json_members.h"
 #include "common/rfc3339.h"
 #include "kube/types.h"
 
@@ -11,17 +12,6 @@ namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
-
-const json* Member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string Text(const json& object, const char* key) {
-  const json* v = Member(object, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
 
 StringPairs Sorted(const std::map<std::string, std::string>& map, std::string_view keep_prefix) {
   StringPairs out;
@@ -49,12 +39,12 @@ std::int64_t Units(const json& quantity) {
 
 std::vector<std::pair<std::string, std::int64_t>> ExtendedRequests(const json& spec) {
   std::map<std::string, std::int64_t> sum;
-  const json* containers = Member(spec, "containers");
+  const json* containers = MemberOrNull(spec, "containers");
   if (containers == nullptr || !containers->is_array()) return {};
   for (const auto& c : *containers) {
-    const json* resources = Member(c, "resources");
-    const json* requests = resources == nullptr ? nullptr : Member(*resources, "requests");
-    const json* limits = resources == nullptr ? nullptr : Member(*resources, "limits");
+    const json* resources = MemberOrNull(c, "resources");
+    const json* requests = resources == nullptr ? nullptr : MemberOrNull(*resources, "requests");
+    const json* limits = resources == nullptr ? nullptr : MemberOrNull(*resources, "limits");
     // Extended resources may be given as limits only; requests then default to them.
     const json* source = requests != nullptr ? requests : limits;
     if (source == nullptr || !source->is_object()) continue;
@@ -74,10 +64,10 @@ PodPhase PhaseOf(const std::string& phase) {
 }
 
 bool IsReady(const json& status) {
-  const json* conditions = Member(status, "conditions");
+  const json* conditions = MemberOrNull(status, "conditions");
   if (conditions == nullptr || !conditions->is_array()) return false;
   return std::any_of(conditions->begin(), conditions->end(), [](const json& c) {
-    return Text(c, "type") == "Ready" && Text(c, "status") == "True";
+    return StringOrEmpty(c, "type") == "Ready" && StringOrEmpty(c, "status") == "True";
   });
 }
 
@@ -103,13 +93,13 @@ PodView ToPodView(const json& pod) {
       throw MappingError("metadata.deletionTimestamp: not an RFC 3339 time");
     }
   }
-  if (const json* spec = Member(pod, "spec"); spec != nullptr) {
-    view.node_name = Text(*spec, "nodeName");
+  if (const json* spec = MemberOrNull(pod, "spec"); spec != nullptr) {
+    view.node_name = StringOrEmpty(*spec, "nodeName");
     view.extended_requests = ExtendedRequests(*spec);
   }
-  if (const json* status = Member(pod, "status"); status != nullptr) {
-    view.pod_ip = Text(*status, "podIP");
-    view.phase = PhaseOf(Text(*status, "phase"));
+  if (const json* status = MemberOrNull(pod, "status"); status != nullptr) {
+    view.pod_ip = StringOrEmpty(*status, "podIP");
+    view.phase = PhaseOf(StringOrEmpty(*status, "phase"));
     view.ready = IsReady(*status);
   }
   return view;

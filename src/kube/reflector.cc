@@ -3,17 +3,9 @@
 #include <algorithm>
 #include <random>
 
+#include "common/object_meta.h"
+
 namespace eoc::kube {
-namespace {
-
-std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto m = object.find("metadata");
-  if (m == object.end() || !m->is_object()) return "";
-  const auto rv = m->find("resourceVersion");
-  return rv != m->end() && rv->is_string() ? rv->get<std::string>() : "";
-}
-
-}  // namespace
 
 Reflector::Reflector(Client& client, ReflectorOptions options, ReflectorSink& sink,
                      const Clock& clock)

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <vector>
 
+#include "common/url.h"
 #include "kube/transport.h"
 
 namespace eoc::kube {
@@ -28,6 +29,12 @@ using SslStream = boost::asio::ssl::stream<Socket&>;
 
 // Bodies are read in pieces of at most this size, as soon as any bytes are there.
 constexpr std::size_t kReadChunkBytes = std::size_t{64} << 10;
+
+// The parts of the server's URL; empty ones when it is not an http(s) URL (cpprestsdk then refuses
+// it at the first request).
+HttpUrl ServerUrl(const RestConfig& config) {
+  return SplitHttpUrl(config.server).value_or(HttpUrl{});
+}
 
 std::string Describe(const HttpRequest& request, const std::string& server) {
   return request.method + " " + server + request.path;
@@ -175,8 +182,8 @@ class CpprestTransport final : public Transport {
       : config_(std::move(config)),
         credentials_(std::move(credentials)),
         options_(std::move(options)),
-        https_(config_.server.rfind("https://", 0) == 0),
-        ipv6_(config_.server.find('[') != std::string::npos) {}
+        https_(ServerUrl(config_).scheme == "https"),
+        ipv6_(ServerUrl(config_).authority.starts_with('[')) {}
 
   HttpResponse Send(const HttpRequest& request) override {
     const std::string what = Describe(request, config_.server);

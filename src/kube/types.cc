@@ -2,43 +2,15 @@
 
 #include <limits>
 
+#include "common/json_members.h"
+
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
 
-const json* Find(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string OptionalString(const json& object, const char* key, const std::string& where) {
-  const json* v = Find(object, key);
-  if (v == nullptr) return "";
-  if (!v->is_string()) throw MappingError(where + "." + key + ": expected a string");
-  return v->get<std::string>();
-}
-
-std::map<std::string, std::string> StringMap(const json& object, const char* key,
-                                             const std::string& where) {
-  std::map<std::string, std::string> out;
-  const json* v = Find(object, key);
-  if (v == nullptr) return out;
-  if (!v->is_object()) throw MappingError(where + "." + key + ": expected an object");
-  for (const auto& [k, value] : v->items()) {
-    if (!value.is_string()) {
-      std::string field = where;
-      field.append(".").append(key).append("[\"").append(k).append("\"]");
-      throw MappingError(field + ": expected a string");
-    }
-    out.emplace(k, value.get<std::string>());
-  }
-  return out;
-}
-
 std::int32_t OptionalInt32(const json& object, const char* key, const std::string& where) {
-  const json* v = Find(object, key);
+  const json* v = MemberOrNull(object, key);
   if (v == nullptr) return 0;
   if (!v->is_number_integer()) throw MappingError(where + "." + key + ": expected an integer");
   const auto n = v->get<std::int64_t>();
@@ -85,46 +57,20 @@ std::string ResourceRef::ObjectPath(const std::string& ns, const std::string& na
 }
 
 std::string ObjectKey(const json& object) {
-  const json* m = Find(object, "metadata");
-  if (m == nullptr) return "";
-  const json* name = Find(*m, "name");
+  const json* m = MemberOrNull(object, "metadata");
+  const json* name = MemberOrNull(m, "name");
   if (name == nullptr || !name->is_string()) return "";
-  const json* ns = Find(*m, "namespace");
-  if (ns == nullptr || !ns->is_string() || ns->get_ref<const std::string&>().empty()) {
-    return name->get<std::string>();
-  }
-  return ns->get<std::string>() + "/" + name->get<std::string>();
-}
-
-ObjectMeta ParseObjectMeta(const json& object) {
-  const json* m = Find(object, "metadata");
-  if (m == nullptr || !m->is_object()) throw MappingError("metadata: missing");
-  ObjectMeta meta;
-  meta.name = OptionalString(*m, "name", "metadata");
-  if (meta.name.empty()) throw MappingError("metadata.name: missing");
-  meta.ns = OptionalString(*m, "namespace", "metadata");
-  meta.uid = OptionalString(*m, "uid", "metadata");
-  meta.resource_version = OptionalString(*m, "resourceVersion", "metadata");
-  if (const json* g = Find(*m, "generation"); g != nullptr) {
-    if (!g->is_number_integer()) throw MappingError("metadata.generation: expected an integer");
-    meta.generation = g->get<std::int64_t>();
-  }
-  meta.labels = StringMap(*m, "labels", "metadata");
-  meta.annotations = StringMap(*m, "annotations", "metadata");
-  if (const json* d = Find(*m, "deletionTimestamp"); d != nullptr) {
-    if (!d->is_string()) throw MappingError("metadata.deletionTimestamp: expected a string");
-    meta.deletion_timestamp = d->get<std::string>();
-  }
-  return meta;
+  const std::string ns = StringOrEmpty(m, "namespace");
+  return ns.empty() ? name->get<std::string>() : ns + "/" + name->get<std::string>();
 }
 
 ListPage ParseListPage(json&& list) {
   if (!list.is_object()) throw MappingError("list: expected an object");
   ListPage page;
-  if (const json* m = Find(list, "metadata"); m != nullptr) {
+  if (const json* m = MemberOrNull(list, "metadata"); m != nullptr) {
     page.resource_version = OptionalString(*m, "resourceVersion", "metadata");
     page.continue_token = OptionalString(*m, "continue", "metadata");
-    if (const json* r = Find(*m, "remainingItemCount"); r != nullptr) {
+    if (const json* r = MemberOrNull(*m, "remainingItemCount"); r != nullptr) {
       if (!r->is_number_integer()) {
         throw MappingError("metadata.remainingItemCount: expected an integer");
       }
@@ -142,10 +88,10 @@ ListPage ParseListPage(json&& list) {
 Scale ParseScale(const json& object) {
   Scale s;
   s.metadata = ParseObjectMeta(object);
-  if (const json* spec = Find(object, "spec"); spec != nullptr) {
+  if (const json* spec = MemberOrNull(object, "spec"); spec != nullptr) {
     s.spec_replicas = OptionalInt32(*spec, "replicas", "spec");
   }
-  if (const json* status = Find(object, "status"); status != nullptr) {
+  if (const json* status = MemberOrNull(object, "status"); status != nullptr) {
     s.status_replicas = OptionalInt32(*status, "replicas", "status");
     s.selector = OptionalString(*status, "selector", "status");
   }

@@ -5,23 +5,24 @@
 //   eoc::kube::ResourceRef deployments{"apps", "v1", "deployments"};
 //   deployments.CollectionPath("default")   // "/apis/apps/v1/namespaces/default/deployments"
 //   eoc::kube::Scale s = eoc::kube::ParseScale(json);   // throws MappingError on a bad shape
+//
+// Members and metadata are read through common/json_members.h and common/object_meta.h, which
+// api and the test support share.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/json_members.h"
+#include "common/object_meta.h"
 
 namespace eoc::kube {
 
 // A JSON document that does not have the shape its type requires; the message names the field.
-class MappingError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using MappingError = ::eoc::JsonShapeError;
 
 // One resource of one group/version: the unit every REST call addresses.
 struct ResourceRef {
@@ -53,16 +54,11 @@ inline const ResourceRef kDeployments{"apps", "v1", "deployments"};
 inline const ResourceRef kLeases{"coordination.k8s.io", "v1", "leases"};
 }  // namespace resources
 
-struct ObjectMeta {
-  std::string name;
-  std::string ns;  // metadata.namespace
-  std::string uid;
-  std::string resource_version;
-  std::int64_t generation = 0;
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
-  std::optional<std::string> deletion_timestamp;
-};
+// Object metadata, read by common/object_meta.h: ParseObjectMeta (strict; a missing metadata or
+// name is an error), ResourceVersionOf.
+using ::eoc::ObjectMeta;
+using ::eoc::ParseObjectMeta;
+using ::eoc::ResourceVersionOf;
 
 // Percent-encodes everything but RFC 3986's unreserved characters; for path segments (names,
 // namespaces) and query values (selectors) alike.
@@ -71,9 +67,6 @@ std::string PercentEncode(const std::string& value);
 // "namespace/name", or "name" for cluster-scoped objects: an object's key in caches and work
 // queues, as client-go's. "" when the object has no name.
 std::string ObjectKey(const nlohmann::json& object);
-
-// Reads `metadata` of an object; a missing metadata or name is an error.
-ObjectMeta ParseObjectMeta(const nlohmann::json& object);
 
 // One page of a list.
 struct ListPage {

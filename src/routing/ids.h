@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/mix64.h"
+
 namespace eoc::routing {
 
 // A worker across routing generations: the hash of its pod's "namespace/name". Stable while the
@@ -19,15 +21,8 @@ using SessionHash = std::uint64_t;
 // One block of a prompt's prefix, hashed as DESIGN.md's pick endpoint says.
 using BlockHash = std::uint64_t;
 
-// SplitMix64's finalizer: a fixed bijective mix of 64 bits, stable across builds and replicas.
-// It spreads a key's entropy over every bit, so that the top bits (a shard) and the low bits (a
-// slot) are independent even for keys that are small integers rather than real hashes; the
-// consistent-hash table uses it as its hash.
-constexpr std::uint64_t Mix64(std::uint64_t x) {
-  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31U);
-}
+// The engine's 64-bit mix (common/mix64.h), under the engine's name too.
+using ::eoc::Mix64;
 
 // XXH64 with seed 0 of the pod's "namespace/name".
 WorkerKey WorkerKeyOf(std::string_view pod);

@@ -17,8 +17,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/lru_map.h"
 #include "routing/ids.h"
-#include "routing/lru_map.h"
 
 namespace eoc::routing {
 
@@ -29,7 +29,8 @@ class ShardedLru {
   struct alignas(64) Shard {
     explicit Shard(std::size_t capacity) : map(capacity) {}
     mutable std::mutex mu;
-    LruMap<V> map;
+    using Map = LruMap<std::uint64_t, V>;
+    Map map;
   };
 
   static constexpr std::size_t kDefaultShards = 64;
@@ -60,7 +61,7 @@ class ShardedLru {
     for (const auto& shard : shards_) {
       const std::lock_guard lock(shard->mu);
       cleared += shard->map.Size();
-      shard->map = LruMap<V>(shard->map.Capacity());
+      shard->map = typename Shard::Map(shard->map.Capacity());
     }
     return cleared;
   }
@@ -108,9 +109,8 @@ class ShardedLru {
     return capacity / count_ + (i < capacity % count_ ? 1 : 0);
   }
 
-  int shift_ = 64;
-  std::size_t count_ =
-      1;  // shards_.size(), from the start  // a key's shard: Mix64(key) >> shift_ (64: shard 0)
+  int shift_ = 64;         // a key's shard: Mix64(key) >> shift_ (64: shard 0)
+  std::size_t count_ = 1;  // shards_.size(), from the start
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

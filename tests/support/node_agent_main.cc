@@ -16,9 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "cli/kube_flags.h"
 #include "common/stop_signals.h"
-#include "kube/client.h"
-#include "kube/config.h"
 #include "node_agent.h"
 #include "telemetry/logging.h"
 
@@ -27,7 +26,7 @@ namespace {
 using eoc::telemetry::Logger;
 
 struct Flags {
-  eoc::kube::LoadOptions load;
+  eoc::cli::KubeFlags kube;
   std::vector<std::string> nodes;
   std::vector<std::string> node_labels;  // NAME:k=v,k=v
   std::vector<std::string> gpus;         // NAME:N
@@ -35,8 +34,6 @@ struct Flags {
   std::string address_base = "127.0.10.1";
   bool no_workers = false;
   int worker_threads = 4;
-  std::string log_level = "info";
-  eoc::kube::ClientOptions client;
 };
 
 // "NAME:rest" into NAME and rest; throws naming the flag when there is no colon or no name.
@@ -94,12 +91,12 @@ int Run(const Flags& f) {
                                          .address_base = f.address_base,
                                          .start_workers = !f.no_workers,
                                          .worker_threads = f.worker_threads};
-  const eoc::kube::RestConfig config = eoc::kube::LoadConfig(f.load);
-  auto client = eoc::kube::Client::Create(config, f.client);
+  const eoc::cli::Connection api = eoc::cli::Connect(f.kube);
+  const eoc::kube::RestConfig& config = api.config;
   log.Info("configured", {{"server", config.server},
                           {"nodes", options.nodes.size()},
                           {"workers", options.start_workers}});
-  eoc::testing::NodeAgent agent(*client, std::move(options));
+  eoc::testing::NodeAgent agent(*api.client, std::move(options));
   agent.Start();
   const int signal = eoc::WaitForStopSignal();
   log.Info("stopping", {{"signal", signal}});
@@ -111,13 +108,10 @@ int Run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread starts, so that every thread inherits the blocked signals.
-  eoc::BlockStopSignals();
   CLI::App app{"eoc-node-agent: plays the kubelet for a local control plane, with fake workers"};
   Flags f;
-  app.add_option("--kubeconfig", f.load.kubeconfig,
-                 "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
-  app.add_option("--context", f.load.context, "kubeconfig context (default: current-context)");
+  eoc::cli::AddKubeFlags(app, f.kube);
+  eoc::cli::AddLogLevelFlag(app, f.kube);
   app.add_option("--node", f.nodes, "a Node to register and run pods on; repeat for more");
   app.add_option("--node-labels", f.node_labels, "NODE:k=v,k=v labels of a node; repeatable");
   app.add_option("--gpus", f.gpus, "NODE:N nvidia.com/gpu capacity of a node; repeatable");
@@ -129,19 +123,5 @@ int main(int argc, char** argv) {
   app.add_option("--worker-threads", f.worker_threads, "I/O threads per fake worker")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
-  app.add_option("--kube-api-qps", f.client.qps, "client-side limit on API calls per second")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--kube-api-burst", f.client.burst, "burst of API calls above the QPS limit")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  try {
-    eoc::telemetry::SetLogLevel(eoc::telemetry::ParseLogLevel(f.log_level));
-    return Run(f);
-  } catch (const std::exception& e) {
-    Logger("node-agent").Error("cannot run", {{"error", e.what()}});
-    return 1;
-  }
+  return eoc::cli::Main(app, argc, argv, f.kube, "node-agent", [&f] { return Run(f); });
 }

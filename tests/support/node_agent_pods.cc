@@ -6,6 +6,7 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "common/json_members.h"
 #include "fake_worker.h"
 #include "kube/types.h"
 
@@ -14,37 +15,23 @@ namespace {
 
 using nlohmann::json;
 
-const json& Null() {
-  static const json kNull;
-  return kNull;
-}
-
-const json& Member(const json& object, const char* key) {
-  if (!object.is_object()) return Null();
-  const auto it = object.find(key);
-  return it == object.end() ? Null() : *it;
-}
-
-std::string Text(const json& object, const char* key) {
-  const json& v = Member(object, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-std::int64_t Units(const json& quantity) {
-  if (quantity.is_number_integer()) return quantity.get<std::int64_t>();
+// A quantity of whole units ("1", 2); 0 when absent or not a whole number.
+std::int64_t Units(const json* quantity) {
+  if (quantity == nullptr) return 0;
+  if (quantity->is_number_integer()) return quantity->get<std::int64_t>();
   std::int64_t n = 0;
-  if (quantity.is_string()) {
-    const auto& s = quantity.get_ref<const std::string&>();
+  if (quantity->is_string()) {
+    const auto& s = quantity->get_ref<const std::string&>();
     std::from_chars(s.data(), s.data() + s.size(), n);
   }
   return n;
 }
 
-bool ConditionTrue(const json& status, const char* type) {
-  const json& conditions = Member(status, "conditions");
-  if (!conditions.is_array()) return false;
-  return std::any_of(conditions.begin(), conditions.end(), [type](const json& c) {
-    return Text(c, "type") == type && Text(c, "status") == "True";
+bool ConditionTrue(const json* status, const char* type) {
+  const json* conditions = MemberOrNull(status, "conditions");
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  return std::any_of(conditions->begin(), conditions->end(), [type](const json& c) {
+    return StringOrEmpty(c, "type") == type && StringOrEmpty(c, "status") == "True";
   });
 }
 
@@ -59,34 +46,38 @@ AgentPod ToAgentPod(const json& pod) {
       view.annotations.emplace(k, v);
     }
   }
-  const json& spec = Member(pod, "spec");
-  view.node_name = Text(spec, "nodeName");
-  if (const json& selector = Member(spec, "nodeSelector"); selector.is_object()) {
-    for (const auto& [k, v] : selector.items()) {
+  const json* spec = MemberOrNull(pod, "spec");
+  view.node_name = StringOrEmpty(spec, "nodeName");
+  if (const json* selector = MemberOrNull(spec, "nodeSelector");
+      selector != nullptr && selector->is_object()) {
+    for (const auto& [k, v] : selector->items()) {
       if (v.is_string()) view.node_selector.emplace(k, v.get<std::string>());
     }
   }
-  const json& containers = Member(spec, "containers");
-  if (containers.is_array()) {
-    for (const json& c : containers) {
-      view.containers.emplace_back(Text(c, "name"), Text(c, "image"));
+  const json* containers = MemberOrNull(spec, "containers");
+  if (containers != nullptr && containers->is_array()) {
+    for (const json& c : *containers) {
+      view.containers.emplace_back(StringOrEmpty(c, "name"), StringOrEmpty(c, "image"));
       // A limit alone stands for the request too (the API server defaults it so).
-      const json& resources = Member(c, "resources");
-      const json& request = Member(Member(resources, "requests"), kGpuResource);
+      const json* resources = MemberOrNull(c, "resources");
+      const json* request = MemberOrNull(MemberOrNull(resources, "requests"), kGpuResource);
       view.gpus +=
-          Units(request.is_null() ? Member(Member(resources, "limits"), kGpuResource) : request);
+          Units(request != nullptr ? request
+                                   : MemberOrNull(MemberOrNull(resources, "limits"), kGpuResource));
     }
-    const json& ports = containers.empty() ? Null() : Member(containers[0], "ports");
-    const json& port =
-        ports.is_array() && !ports.empty() ? Member(ports[0], "containerPort") : Null();
-    if (port.is_number_integer() && port.get<int>() > 0 && port.get<int>() < 65536) {
-      view.port = port.get<int>();
+    const json* ports = containers->empty() ? nullptr : MemberOrNull((*containers)[0], "ports");
+    const json* port = ports != nullptr && ports->is_array() && !ports->empty()
+                           ? MemberOrNull((*ports)[0], "containerPort")
+                           : nullptr;
+    if (port != nullptr && port->is_number_integer() && port->get<int>() > 0 &&
+        port->get<int>() < 65536) {
+      view.port = port->get<int>();
     }
   }
-  const json& status = Member(pod, "status");
-  view.phase = Text(status, "phase");
-  view.pod_ip = Text(status, "podIP");
-  view.host_ip = Text(status, "hostIP");
+  const json* status = MemberOrNull(pod, "status");
+  view.phase = StringOrEmpty(status, "phase");
+  view.pod_ip = StringOrEmpty(status, "podIP");
+  view.host_ip = StringOrEmpty(status, "hostIP");
   view.ready = ConditionTrue(status, "Ready");
   view.containers_ready = ConditionTrue(status, "ContainersReady");
   return view;

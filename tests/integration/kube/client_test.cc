@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "common/url.h"
 #include "control_plane.h"
 #include "files.h"
 #include "kube/config.h"
@@ -332,7 +333,12 @@ TEST_F(KubeClientTest, WatchEndsAtItsTimeout) {
 TEST_F(KubeClientTest, WatchConnectionsHaveTcpKeepalive) {
   auto watch = client_->StartWatch(resources::kConfigMaps, ns_, {.timeout_seconds = 60});
   ASSERT_OK(watch);
-  const std::string port = plane_->server().substr(plane_->server().rfind(':') + 1);
+  const std::optional<HttpUrl> server = SplitHttpUrl(plane_->server());
+  ASSERT_TRUE(server) << plane_->server();
+  std::string error;
+  const std::optional<HostPort> authority = SplitHostPort(server->authority, &error);
+  ASSERT_TRUE(authority && authority->port) << plane_->server() << ": " << error;
+  const std::string port = std::to_string(*authority->port);
   // `ss -o` shows a keepalive timer on connections with SO_KEEPALIVE set, and `-p` their owner:
   // every connection of this process to the API server must have one.
   const std::string cmd = "ss -tnopH state established '( dport = :" + port + " )'";

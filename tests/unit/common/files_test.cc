@@ -22,6 +22,13 @@ TEST(ReadFileLimited, ReadsWithinTheBoundAndSaysWhyNot) {
   EXPECT_EQ(error, "not a regular file");
 }
 
+TEST(IsMissingFile, OnlyWhenNothingIsThere) {
+  const testing::TempDir dir;
+  EXPECT_FALSE(IsMissingFile(dir.Write("f", "x")));
+  EXPECT_FALSE(IsMissingFile(dir.Path("")));
+  EXPECT_TRUE(IsMissingFile(dir.Path("absent")));
+}
+
 TEST(Fd, ClosesOnScopeExitAndMoves) {
   int raw = -1;
   {

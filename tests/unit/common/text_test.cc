@@ -16,6 +16,12 @@ TEST(TrimWhitespace, BothEnds) {
   EXPECT_EQ(TrimWhitespace("x"), "x");
 }
 
+TEST(Join, PutsTheSeparatorBetweenParts) {
+  EXPECT_EQ(Join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(Join({"a"}, ", "), "a");
+  EXPECT_EQ(Join({}, ", "), "");
+}
+
 TEST(SplitPathList, KeepsEmptyEntries) {
   EXPECT_THAT(SplitPathList("a::b"), ElementsAre("a", "", "b"));
   EXPECT_THAT(SplitPathList(""), ElementsAre(""));

@@ -15,23 +15,18 @@ using nlohmann::json;
 using testing::AwaitSleep;
 using testing::CallAdvancing;
 using ::testing::ElementsAre;
+using testing::FakeClient;
 using testing::FakeTransport;
 using ::testing::HasSubstr;
 
 class ClientTest : public ::testing::Test {
  protected:
-  ClientTest() {
-    auto t = std::make_unique<FakeTransport>();
-    transport_ = t.get();
-    ClientOptions options;
-    options.qps = 0;  // no rate limit unless a test sets one
-    client_ = std::make_unique<Client>(std::move(t), options, clock_);
-  }
+  ClientTest() { MakeClient(FakeClient::Unlimited()); }  // no rate limit unless a test sets one
 
   void MakeClient(const ClientOptions& options) {
-    auto t = std::make_unique<FakeTransport>();
-    transport_ = t.get();
-    client_ = std::make_unique<Client>(std::move(t), options, clock_);
+    fake_ = std::make_unique<FakeClient>(clock_, options);
+    transport_ = fake_->transport;
+    client_ = fake_->client.get();
   }
 
   // GetPath on a thread of its own, the clock moved on over each of its waits (into slept_).
@@ -41,8 +36,9 @@ class ClientTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  std::unique_ptr<FakeClient> fake_;
   FakeTransport* transport_ = nullptr;
-  std::unique_ptr<Client> client_;
+  Client* client_ = nullptr;
   std::vector<std::chrono::nanoseconds> slept_;
 };
 

@@ -17,6 +17,7 @@
 #include "common/rfc3339.h"
 #include "files.h"
 #include "kube/exec_plugin.h"
+#include "kube/token_file.h"
 
 namespace eoc::kube {
 namespace {

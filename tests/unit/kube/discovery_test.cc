@@ -49,13 +49,10 @@ TEST(ParseApiResourceList, CoreGroupAndErrors) {
 }
 
 TEST(Discovery, CachesAndRefetchesForAnUnknownKind) {
-  auto t = std::make_unique<testing::FakeTransport>();
-  auto* transport = t.get();
   ManualClock clock;
-  ClientOptions options;
-  options.qps = 0;
-  Client client(std::move(t), options, clock);
-  Discovery discovery(client);
+  testing::FakeClient fake(clock);
+  testing::FakeTransport* transport = fake.transport;
+  Discovery discovery(*fake.client);
 
   transport->Reply(200, kAppsV1);
   auto d = discovery.ResourceFor("apps/v1", "Deployment");

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <mutex>
 
 #include "clock_steps.h"
@@ -20,7 +19,6 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using testing::AwaitSleep;
 using testing::FakeTransport;
-using testing::GatedTransport;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
@@ -189,20 +187,6 @@ TEST(EventNameTest, ObjectNameDotSixteenHexDigits) {
   EXPECT_EQ(EventName(std::string(253, 'n'), 1).size(), 253U);
 }
 
-TEST(LruMapTest, ForgetsTheLeastRecentlyUsed) {
-  LruMap<int> map(2);
-  map.Put("a", 1);
-  map.Put("b", 2);
-  ASSERT_NE(map.Find("a"), nullptr);  // "a" is now the most recent
-  map.Put("c", 3);
-  EXPECT_EQ(map.Find("b"), nullptr);
-  EXPECT_EQ(*map.Find("a"), 1);
-  EXPECT_EQ(*map.Find("c"), 3);
-  map.Put("a", 10);
-  EXPECT_EQ(*map.Find("a"), 10);
-  EXPECT_EQ(map.size(), 2U);
-}
-
 TEST(EventJsonTest, HasTheCoreV1Shape) {
   ManualClock clock;
   clock.SetWall(std::chrono::system_clock::time_point(seconds(1'800'000'000)));
@@ -257,27 +241,20 @@ std::string ServerEvent(const std::string& name, int count) {
 
 class EventRecorderTest : public ::testing::Test {
  protected:
-  EventRecorderTest() {
-    auto gated = std::make_unique<GatedTransport>(&fake_);
-    gate_ = gated.get();
-    ClientOptions options;
-    options.qps = 0;
-    client_ = std::make_unique<Client>(std::move(gated), options, clock_);
-  }
+  EventRecorderTest() : fake_client_(clock_), fake_(*fake_client_.transport) {}
 
   std::unique_ptr<EventRecorder> MakeRecorder(EventRecorderOptions options = {}) {
     options.retry_delay = std::chrono::milliseconds(0);
     return std::make_unique<EventRecorder>(
-        *client_, options, EventRecorderDeps{.clock = &clock_, .metrics = &metrics_});
+        *fake_client_.client, options, EventRecorderDeps{.clock = &clock_, .metrics = &metrics_});
   }
 
   // Read only while the recorder is idle (after Flush), when its writer thread is waiting.
   const std::vector<HttpRequest>& Requests() const { return fake_.requests; }
 
   ManualClock clock_;
-  FakeTransport fake_;
-  GatedTransport* gate_ = nullptr;
-  std::unique_ptr<Client> client_;
+  testing::FakeClient fake_client_;
+  FakeTransport& fake_;  // its gate holds the writer inside a request until the test opens it
   CountingMetrics metrics_;
 };
 
@@ -351,7 +328,7 @@ TEST_F(EventRecorderTest, FailedWritesAreRetriedThenDropped) {
 TEST_F(EventRecorderTest, RetriesWaitTheSpreadFirstDelayThenTheFullOneOnTheClock) {
   for (int i = 0; i < 3; ++i) fake_.Fail(kReasonTimeout, "timed out");
   fake_.Reply(201, ServerEvent("web.1", 1));
-  EventRecorder recorder(*client_, {.max_tries = 4, .retry_delay = seconds(10)},
+  EventRecorder recorder(*fake_client_.client, {.max_tries = 4, .retry_delay = seconds(10)},
                          {.clock = &clock_, .random = [] { return 0.25; }, .metrics = &metrics_});
   recorder.Record(Pool("web"), EventType::kNormal, "Scaled", "to 3");
   for (const auto wait : {std::chrono::milliseconds(2500), std::chrono::milliseconds(10000),
@@ -368,7 +345,7 @@ TEST_F(EventRecorderTest, RetriesWaitTheSpreadFirstDelayThenTheFullOneOnTheClock
 // Stop() in the middle of a long wait between tries ends it at once: the clock never moves.
 TEST_F(EventRecorderTest, StopDuringARetryWaitReturnsWithoutTheClockMoving) {
   fake_.Fail(kReasonTimeout, "timed out");
-  EventRecorder recorder(*client_, {.retry_delay = std::chrono::hours(1)},
+  EventRecorder recorder(*fake_client_.client, {.retry_delay = std::chrono::hours(1)},
                          {.clock = &clock_, .random = [] { return 0.5; }, .metrics = &metrics_});
   recorder.Record(Pool("web"), EventType::kNormal, "Scaled", "to 3");
   ASSERT_EQ(AwaitSleep(clock_, std::chrono::minutes(30)), std::chrono::minutes(30));
@@ -393,15 +370,15 @@ TEST_F(EventRecorderTest, AFullQueueDropsAndCounts) {
   EventRecorderOptions options;
   options.queue_capacity = 2;
   auto recorder = MakeRecorder(options);
-  gate_->Close();
+  fake_.Close();
   recorder->Record(Pool("web"), EventType::kNormal, "A", "m");
-  gate_->WaitForWaiter();  // the writer holds "A" in its request; the queue is empty
+  fake_.WaitForHeld();  // the writer holds "A" in its request; the queue is empty
   recorder->Record(Pool("web"), EventType::kNormal, "B", "m");
   recorder->Record(Pool("web"), EventType::kNormal, "C", "m");
   recorder->Record(Pool("web"), EventType::kNormal, "D", "m");  // returns at once: dropped
   EXPECT_EQ(recorder->stats().dropped, 1U);
   EXPECT_EQ(metrics_.Drops(), std::vector<EventDropReason>{EventDropReason::kQueueFull});
-  gate_->Open();
+  fake_.Open();
   ASSERT_TRUE(recorder->Flush(seconds(10)));
   ASSERT_EQ(Requests().size(), 3U);
   EXPECT_EQ(json::parse(Requests()[2].body)["reason"], "C");
@@ -466,7 +443,7 @@ TEST_F(EventRecorderTest, WriteErrorsReachTheMetricsHook) {
     std::string message;
   } capture;
   fake_.Reply(403, R"({"kind":"Status","code":403,"reason":"Forbidden","message":"no events"})");
-  EventRecorder recorder(*client_, {}, {.clock = &clock_, .metrics = &capture});
+  EventRecorder recorder(*fake_client_.client, {}, {.clock = &clock_, .metrics = &capture});
   recorder.Record(Pool("web"), EventType::kNormal, "A", "m");
   ASSERT_TRUE(recorder.Flush(seconds(10)));
   EXPECT_THAT(capture.message, HasSubstr("no events"));

@@ -15,7 +15,6 @@ using nlohmann::json;
 using std::chrono::seconds;
 using testing::AwaitSleep;
 using testing::FakeTransport;
-using testing::GatedTransport;
 
 std::string LeaseJson(const std::string& holder, const std::string& renew, int rv,
                       int transitions = 0) {
@@ -33,13 +32,7 @@ std::string LeaseJson(const std::string& holder, const std::string& renew, int r
 }
 
 struct Fixture : ::testing::Test {
-  Fixture() {
-    auto t = std::make_unique<FakeTransport>();
-    fake = t.get();
-    ClientOptions o;
-    o.qps = 0;
-    client = std::make_unique<Client>(std::move(t), o, clock);
-  }
+  Fixture() : fake_client(clock), fake(fake_client.transport), client(fake_client.client.get()) {}
   std::unique_ptr<LeaderElector> Make(const LeaderCallbacks& cb = {},
                                       LeaderElectionConfig config = {}) {
     config.lease_namespace = "ns";
@@ -49,8 +42,9 @@ struct Fixture : ::testing::Test {
         *client, config, cb, LeaderElectorDeps{.clock = &clock, .random = [] { return 0.5; }});
   }
   ManualClock clock;
-  FakeTransport* fake = nullptr;
-  std::unique_ptr<Client> client;
+  testing::FakeClient fake_client;
+  FakeTransport* fake;
+  Client* client;
 };
 
 TEST_F(Fixture, CreatesWhenAbsent) {
@@ -166,26 +160,18 @@ TEST_F(Fixture, StopDuringALongRetryWaitReturnsWithoutTheClockMoving) {
 // renew deadline, although the elector's thread (stuck in a renewal that never answers) has not
 // yet stopped leading.
 TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
-  auto lease_fake = std::make_unique<FakeTransport>();
-  FakeTransport* lease = lease_fake.get();
-  auto gated = std::make_unique<GatedTransport>(lease);
-  GatedTransport* gate = gated.get();
-  ClientOptions o;
-  o.qps = 0;
-  Client lease_client(std::move(gated), o, clock);
   std::atomic<int> stopped{0};
-  LeaderElector e(lease_client, {.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
+  LeaderElector e(*client, {.lease_namespace = "ns", .lease_name = "l", .identity = "me"},
                   {.on_stopped_leading = [&] { ++stopped; }},
                   {.clock = &clock, .random = [] { return 0.5; }});
-  lease->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
-  lease->Reply(201, LeaseJson("me", "t0", 1));
+  fake->Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  fake->Reply(201, LeaseJson("me", "t0", 1));
 
   // The recorder on a clock of its own, so that only the elector sleeps on `clock`.
   ManualClock events_clock;
-  auto events_transport = std::make_unique<FakeTransport>();
-  FakeTransport* events = events_transport.get();
-  Client events_client(std::move(events_transport), o, events_clock);
-  EventRecorder recorder(events_client, {},
+  testing::FakeClient events_client(events_clock);
+  FakeTransport* events = events_client.transport;
+  EventRecorder recorder(*events_client.client, {},
                          {.clock = &events_clock, .fence = [&e] { return e.IsLeader(); }});
   const ObjectReference pool{.kind = "InferencePool", .ns = "prod", .name = "web"};
 
@@ -197,9 +183,9 @@ TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
   ASSERT_TRUE(recorder.Flush(seconds(10)));
   EXPECT_EQ(events->requests.size(), 1U);
 
-  gate->Close();
+  fake->Close();
   clock.Advance(seconds(2));
-  gate->WaitForWaiter();  // the renewal hangs
+  fake->WaitForHeld();  // the renewal hangs
   clock.Advance(seconds(7));
   EXPECT_TRUE(e.IsLeader());
   clock.Advance(seconds(1));  // 10 s since the renewal: the deadline
@@ -210,7 +196,7 @@ TEST_F(Fixture, AFencedWriterWritesNothingPastTheRenewDeadline) {
   EXPECT_EQ(events->requests.size(), 1U);  // nothing more was written
   EXPECT_EQ(recorder.stats().dropped, 1U);
 
-  gate->Open();  // the renewal fails (no answer), past the deadline: the elector steps down
+  fake->Open();  // the renewal fails (no answer), past the deadline: the elector steps down
   e.Stop();
   EXPECT_EQ(stopped, 1);
 }

@@ -52,6 +52,7 @@ class LocalHttpServer {
   LocalHttpServer(LocalHttpServer&&) = delete;
   LocalHttpServer& operator=(LocalHttpServer&&) = delete;
 
+  int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   bool stopping() const { return stopping_; }
   // Holds the connection open, silent, until the server stops.

@@ -5,13 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <functional>
 #include <future>
 
 #include "clock_steps.h"
 #include "common/backoff.h"
 #include "common/rfc3339.h"
+#include "fake_transport.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
 
@@ -25,47 +24,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-// Answers requests from a script of functions; when the script runs out it calls `on_empty`
-// (which stops the reflector) and fails the request.
-class ScriptedTransport final : public Transport {
- public:
-  using Step = std::function<StreamResult(const HttpRequest&)>;
-
-  void Then(Step step) { steps_.push_back(std::move(step)); }
-  // Called once, when the script has run out; the reflector may call again (after its short
-  // backoff) before the test stops it, and those calls just fail.
-  std::function<void()> on_empty;
-  std::vector<std::string> paths;
-
-  HttpResponse Send(const HttpRequest& request) override {
-    StreamResult r = Next(request);
-    return std::move(r.response);
-  }
-  StreamResult Stream(const HttpRequest& request, std::chrono::milliseconds /*idle*/) override {
-    return Next(request);
-  }
-
- private:
-  StreamResult Next(const HttpRequest& request) {
-    paths.push_back(request.path);
-    if (steps_.empty()) {
-      if (on_empty && !ended_) on_empty();
-      ended_ = true;
-      throw TransportError(kReasonTransport, "script ended");
-    }
-    Step step = std::move(steps_.front());
-    steps_.pop_front();
-    return step(request);
-  }
-  std::deque<Step> steps_;
-  bool ended_ = false;
-};
-
-StreamResult Answer(int status, const json& body) {
-  StreamResult r;
-  r.response = {status, body.dump(), ""};
-  return r;
-}
+StreamResult Answer(int status, const json& body) { return testing::Answer(status, body.dump()); }
 
 json PodList(const std::string& rv,
              std::initializer_list<std::pair<const char*, const char*>> pods) {
@@ -88,42 +47,19 @@ std::string Bookmark(const char* rv) {
   return json{{"type", "BOOKMARK"}, {"object", {{"metadata", {{"resourceVersion", rv}}}}}}.dump();
 }
 
-class LineScript final : public LineStream {
- public:
-  explicit LineScript(std::vector<std::string> lines) : lines_(lines.begin(), lines.end()) {}
-  std::optional<std::string> NextLine() override {
-    if (lines_.empty()) return std::nullopt;
-    std::string l = std::move(lines_.front());
-    lines_.pop_front();
-    if (l == "<broken>") throw TransportError(kReasonTransport, "connection reset");
-    return l;
-  }
-  void Cancel() override { lines_.clear(); }
-
- private:
-  std::deque<std::string> lines_;
-};
-
-StreamResult Stream(std::vector<std::string> lines) {
-  StreamResult r;
-  r.response.status = 200;
-  r.stream = std::make_unique<LineScript>(std::move(lines));
-  return r;
-}
-
 struct Seen {
   std::vector<std::string> added, updated, deleted;
 };
 
 class ReflectorTest : public ::testing::Test {
  protected:
-  ReflectorTest() {
-    auto t = std::make_unique<ScriptedTransport>();
-    transport_ = t.get();
-    ClientOptions o;
-    o.qps = 0;
-    o.max_retries = 0;  // the reflector's own backoff is under test here, not the client's retries
-    client_ = std::make_unique<Client>(std::move(t), o, clock_);
+  ReflectorTest() : transport_(fake_.transport) {}
+
+  // The reflector's own backoff is under test here, not the client's retries.
+  static ClientOptions NoRetries() {
+    ClientOptions o = testing::FakeClient::Unlimited();
+    o.max_retries = 0;
+    return o;
   }
 
   ReflectorOptions Options() {
@@ -153,25 +89,27 @@ class ReflectorTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  ScriptedTransport* transport_ = nullptr;
-  std::unique_ptr<Client> client_;
+  testing::FakeClient fake_{clock_, NoRetries()};
+  testing::FakeTransport* transport_;
 };
 
 TEST_F(ReflectorTest, ListsThenWatchesAndRewatchesFromTheLastVersion) {
   transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
   transport_->Then([](const HttpRequest&) {
-    return Stream({Event("ADDED", "b", "11"), Event("MODIFIED", "a", "12"), Bookmark("15")});
+    return testing::StreamOf(
+        {Event("ADDED", "b", "11"), Event("MODIFIED", "a", "12"), Bookmark("15")});
   });
-  transport_->Then([](const HttpRequest&) { return Stream({Event("DELETED", "b", "16")}); });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  transport_->Then(
+      [](const HttpRequest&) { return testing::StreamOf({Event("DELETED", "b", "16")}); });
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
 
-  ASSERT_GE(transport_->paths.size(), 3U);
-  EXPECT_EQ(transport_->paths[0], "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500");
-  EXPECT_THAT(transport_->paths[1],
+  ASSERT_GE(transport_->Paths().size(), 3U);
+  EXPECT_EQ(transport_->Paths()[0], "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500");
+  EXPECT_THAT(transport_->Paths()[1],
               HasSubstr("watch=1&resourceVersion=10&allowWatchBookmarks=true"));
   // The server ended the first watch: the next starts where the bookmark left off, no relist.
-  EXPECT_THAT(transport_->paths[2], HasSubstr("watch=1&resourceVersion=15&"));
+  EXPECT_THAT(transport_->Paths()[2], HasSubstr("watch=1&resourceVersion=15&"));
   EXPECT_THAT(seen.added, ElementsAre("a", "b"));
   EXPECT_THAT(seen.updated, ElementsAre("a"));
   EXPECT_THAT(seen.deleted, ElementsAre("b"));
@@ -186,21 +124,21 @@ TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromNewest) {
     return Answer(200, PodList("10", {{"a", "5"}, {"gone", "6"}}));
   });
   transport_->Then([](const HttpRequest&) {
-    return Stream({json{{"type", "ERROR"},
-                        {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}
-                       .dump()});
+    return testing::StreamOf({json{
+        {"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}
+                                  .dump()});
   });
   const json expired = {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}};
   transport_->Then([&](const HttpRequest&) { return Answer(410, expired); });
   transport_->Then([](const HttpRequest&) {
     return Answer(200, PodList("30", {{"a", "20"}, {"new", "25"}}));
   });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
 
-  ASSERT_GE(transport_->paths.size(), 4U);
-  EXPECT_THAT(transport_->paths[2], HasSubstr("pods?resourceVersion=10&limit=500"));
-  EXPECT_THAT(transport_->paths[3], HasSubstr("pods?limit=500"));  // resourceVersion ""
+  ASSERT_GE(transport_->Paths().size(), 4U);
+  EXPECT_THAT(transport_->Paths()[2], HasSubstr("pods?resourceVersion=10&limit=500"));
+  EXPECT_THAT(transport_->Paths()[3], HasSubstr("pods?limit=500"));  // resourceVersion ""
   // The relist found what changed while no watch ran.
   EXPECT_THAT(seen.added, UnorderedElementsAre("a", "gone", "new"));
   EXPECT_THAT(seen.updated, ElementsAre("a"));
@@ -212,14 +150,14 @@ TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromNewest) {
 TEST_F(ReflectorTest, BrokenStreamRelistsAndUnchangedObjectsAreNoUpdates) {
   transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
   transport_->Then([](const HttpRequest&) {
-    return Stream({Event("ADDED", "b", "11"), "<broken>"});
+    return testing::StreamOf({Event("ADDED", "b", "11"), "<broken>"});
   });
   transport_->Then([](const HttpRequest&) {
     return Answer(200, PodList("11", {{"a", "5"}, {"b", "11"}}));
   });
-  Informer<PodView> informer(*client_, Options(), ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
-  EXPECT_THAT(transport_->paths[2], HasSubstr("pods?resourceVersion=11&limit=500"));
+  EXPECT_THAT(transport_->Paths()[2], HasSubstr("pods?resourceVersion=11&limit=500"));
   EXPECT_THAT(seen.added, ElementsAre("a", "b"));
   EXPECT_TRUE(seen.updated.empty());
   EXPECT_TRUE(seen.deleted.empty());
@@ -256,7 +194,7 @@ TEST_F(ReflectorTest, FailedListsBackOffAndInvalidObjectsAreSkipped) {
   RecordingHooks hooks;
   ReflectorOptions options = Options();
   options.metrics = &hooks;
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   const Seen seen = RunInformer(informer);
   EXPECT_THAT(seen.added, ElementsAre("a"));
   EXPECT_EQ(informer.Invalid(), 1U);
@@ -273,18 +211,20 @@ TEST_F(ReflectorTest, InvalidObjectsAreReportedOncePerVersionAndLeaveTheCache) {
   list["items"].push_back(BadPod("bad", "4"));
   transport_->Then([list](const HttpRequest&) { return Answer(200, list); });
   transport_->Then([](const HttpRequest&) {
-    return Stream({json{{"type", "MODIFIED"}, {"object", BadPod("bad", "11")}}.dump(),
-                   json{{"type", "MODIFIED"}, {"object", BadPod("a", "12")}}.dump(), "<broken>"});
+    return testing::StreamOf({json{{"type", "MODIFIED"}, {"object", BadPod("bad", "11")}}.dump(),
+                              json{{"type", "MODIFIED"}, {"object", BadPod("a", "12")}}.dump(),
+                              "<broken>"});
   });
   json relist = PodList("13", {});
   relist["items"].push_back(BadPod("a", "12"));
   relist["items"].push_back(BadPod("bad", "11"));
   transport_->Then([relist](const HttpRequest&) { return Answer(200, relist); });
-  transport_->Then([](const HttpRequest&) { return Stream({Event("MODIFIED", "a", "14")}); });
+  transport_->Then(
+      [](const HttpRequest&) { return testing::StreamOf({Event("MODIFIED", "a", "14")}); });
   RecordingHooks hooks;
   ReflectorOptions options = Options();
   options.metrics = &hooks;
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   const Seen seen = RunInformer(informer);
   EXPECT_THAT(hooks.invalid, ElementsAre("ns/bad@4", "ns/bad@11", "ns/a@12"));
   EXPECT_EQ(informer.Invalid(), 3U);
@@ -318,7 +258,7 @@ TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
   ReflectorOptions options = Options();
   options.metrics = &hooks;
   options.stale_after = std::chrono::seconds(60);
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   watched = &informer;
   RunInformer(informer);
   EXPECT_TRUE(stale_before_recovery);
@@ -331,12 +271,6 @@ TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
   EXPECT_FALSE(informer.Stale());
 }
 
-StreamResult AnswerWithRetryAfter(int status, const json& body, const char* retry_after) {
-  StreamResult r;
-  r.response = {status, body.dump(), retry_after};
-  return r;
-}
-
 // The backoff on the clock, exactly, with the randomness fixed at 0.5 (each wait 1.5 times its
 // base): 800 ms doubling, a Retry-After as a floor for its own wait only, and a fresh start after
 // 120 s without failures.
@@ -345,19 +279,19 @@ TEST_F(ReflectorTest, BacksOffExactlyAsThePolicySays) {
   const json busy = {{"kind", "Status"}, {"code", 429}, {"reason", "TooManyRequests"}};
   transport_->Then([&](const HttpRequest&) { return Answer(500, failure); });
   transport_->Then([&](const HttpRequest&) { return Answer(500, failure); });
-  transport_->Then([&](const HttpRequest&) { return AnswerWithRetryAfter(429, busy, "10"); });
+  transport_->Then([&](const HttpRequest&) { return testing::Answer(429, busy.dump(), "10"); });
   transport_->Then([&](const HttpRequest&) { return Answer(500, failure); });
   transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
   transport_->Then([&](const HttpRequest&) {
     clock_.Advance(std::chrono::seconds(121));  // a watch healthy for 121 s, then broken
-    return Stream({"<broken>"});
+    return testing::StreamOf({"<broken>"});
   });
   // Then the script has run out: the relist fails.
   ReflectorOptions options = Options();
   options.initial_backoff = std::chrono::milliseconds(800);
   options.max_backoff = std::chrono::seconds(30);
   options.random = [] { return 0.5; };
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
   informer.Start();
   using std::chrono::milliseconds;
   for (const milliseconds wait : {milliseconds(1200), milliseconds(2400),
@@ -377,7 +311,7 @@ TEST_F(ReflectorTest, TheWaitsGrowToTheCapJitteredUpToTwice) {
   options.initial_backoff = std::chrono::milliseconds(800);
   options.max_backoff = std::chrono::seconds(30);
   options.random = [] { return 0.999; };
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);  // every list fails
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);  // every list fails
   informer.Start();
   std::chrono::nanoseconds base = std::chrono::milliseconds(800);
   for (int i = 0; i < 8; ++i) {
@@ -394,13 +328,13 @@ TEST_F(ReflectorTest, StopDuringALongBackoffReturnsWithoutTheClockMoving) {
   ReflectorOptions options = Options();
   options.initial_backoff = std::chrono::hours(1);
   options.max_backoff = std::chrono::hours(1);
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);  // the list fails
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);  // the list fails
   informer.Start();
   ASSERT_EQ(AwaitSleep(clock_, std::chrono::hours(1)), std::chrono::hours(1));
   const auto before = clock_.Now();
   informer.Stop();
   EXPECT_EQ(clock_.Now(), before);
-  EXPECT_EQ(transport_->paths.size(), 1U);
+  EXPECT_EQ(transport_->Paths().size(), 1U);
 }
 
 // WaitForSync times out on the informer's clock, and Stop() ends it early.
@@ -408,7 +342,7 @@ TEST_F(ReflectorTest, WaitForSyncTimesOutOnTheClockAndStopEndsIt) {
   ReflectorOptions options = Options();
   options.initial_backoff = std::chrono::hours(1);
   options.max_backoff = std::chrono::hours(1);
-  Informer<PodView> informer(*client_, options, ToPodView, clock_);  // never synced
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);  // never synced
   informer.Start();
   ASSERT_EQ(AwaitSleep(clock_, std::chrono::hours(1)), std::chrono::hours(1));  // backing off
   auto waited = std::async(std::launch::async,

@@ -192,7 +192,7 @@ TEST(CpprestTransport, ConnectionRefusedIsATransportError) {
   int port = 0;
   {
     LocalHttpServer closed([](LocalHttpServer&, int, const std::string&) {});
-    port = std::stoi(closed.url().substr(closed.url().rfind(':') + 1));
+    port = closed.port();
   }
   try {
     MakeTransport("http://127.0.0.1:" + std::to_string(port))->Send({"GET", "/", "", ""});

@@ -1,25 +1,27 @@
-#include "routing/lru_map.h"
+#include "common/lru_map.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <list>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-namespace eoc::routing {
+namespace eoc {
 namespace {
 
-std::vector<std::uint64_t> KeysByRecency(const LruMap<int>& map) {
-  std::vector<std::uint64_t> keys;
-  map.ForEach([&](std::uint64_t key, int /*value*/) { keys.push_back(key); });
+template <typename K>
+std::vector<K> KeysByRecency(const LruMap<K, int>& map) {
+  std::vector<K> keys;
+  map.ForEach([&](const K& key, int /*value*/) { keys.push_back(key); });
   return keys;
 }
 
 TEST(LruMapTest, FindsTouchesAndEvictsLeastRecentlyUsed) {
-  LruMap<int> map(3);
+  LruMap<std::uint64_t, int> map(3);
   EXPECT_TRUE(map.Empty());
   EXPECT_EQ(map.Find(1), nullptr);
   map.Insert(1, 10);
@@ -44,7 +46,7 @@ TEST(LruMapTest, FindsTouchesAndEvictsLeastRecentlyUsed) {
 }
 
 TEST(LruMapTest, ZeroCapacityIsAlwaysFull) {
-  const LruMap<int> map(0);
+  const LruMap<std::uint64_t, int> map(0);
   EXPECT_TRUE(map.Full());
   EXPECT_TRUE(map.Empty());
   EXPECT_EQ(map.Find(7), nullptr);
@@ -52,16 +54,17 @@ TEST(LruMapTest, ZeroCapacityIsAlwaysFull) {
 
 // Random operations against a plain list-and-map model: the same answers and the same order,
 // through growth, slot reuse and backward-shift deletion (few distinct keys, so probe chains
-// collide and wrap often).
-TEST(LruMapTest, MatchesAReferenceModel) {
+// collide and wrap often). `make_key` turns a number into a key of type K.
+template <typename K, typename MakeKey>
+void CheckAgainstAReferenceModel(MakeKey make_key) {
   constexpr std::size_t kCapacity = 300;
-  LruMap<int> map(kCapacity);
-  std::list<std::pair<std::uint64_t, int>> order;  // most recent first
-  std::unordered_map<std::uint64_t, decltype(order)::iterator> where;
+  LruMap<K, int> map(kCapacity);
+  std::list<std::pair<K, int>> order;  // most recent first
+  std::unordered_map<K, typename decltype(order)::iterator> where;
   std::mt19937_64 rng(42);
   std::uniform_int_distribution<std::uint64_t> key_of(0, 600);
   for (int step = 0; step < 200'000; ++step) {
-    const std::uint64_t key = key_of(rng);
+    const K key = make_key(key_of(rng));
     const auto op = rng() % 4;
     const auto found = where.find(key);
     if (op == 0) {
@@ -98,13 +101,46 @@ TEST(LruMapTest, MatchesAReferenceModel) {
     ASSERT_EQ(map.Size(), order.size());
     ASSERT_LE(map.Size(), kCapacity);
   }
-  std::vector<std::uint64_t> expected;
+  std::vector<K> expected;
   for (const auto& [key, value] : order) expected.push_back(key);
   EXPECT_EQ(KeysByRecency(map), expected);
 }
 
+TEST(LruMapTest, MatchesAReferenceModel) {
+  CheckAgainstAReferenceModel<std::uint64_t>([](std::uint64_t n) { return n; });
+}
+
+TEST(LruMapTest, MatchesAReferenceModelWithStringKeys) {
+  CheckAgainstAReferenceModel<std::string>(
+      [](std::uint64_t n) { return "pod/" + std::to_string(n); });
+}
+
+// Put, as the event recorder's caches use it: inserts or replaces, and forgets the least recently
+// used past the capacity.
+TEST(LruMapTest, PutForgetsTheLeastRecentlyUsed) {
+  LruMap<std::string, int> map(2);
+  map.Put("a", 1);
+  map.Put("b", 2);
+  ASSERT_NE(map.Touch("a"), nullptr);  // "a" is now the most recent
+  map.Put("c", 3);
+  EXPECT_EQ(map.Find("b"), nullptr);
+  EXPECT_EQ(*map.Find("a"), 1);
+  EXPECT_EQ(*map.Find("c"), 3);
+  EXPECT_EQ(map.Put("a", 10), 10);
+  EXPECT_EQ(*map.Find("a"), 10);
+  EXPECT_EQ(map.Size(), 2U);
+  EXPECT_EQ(KeysByRecency(map), (std::vector<std::string>{"a", "c"}));
+}
+
+// The default hash mixes integer keys, so that consecutive ones do not fill consecutive slots.
+TEST(LruHashTest, MixesIntegersAndHashesTheRest) {
+  EXPECT_EQ(LruHash<std::uint64_t>{}(7), Mix64(7));
+  EXPECT_NE(LruHash<std::uint64_t>{}(1) + 1, LruHash<std::uint64_t>{}(2));
+  EXPECT_EQ(LruHash<std::string>{}("a"), std::hash<std::string>{}("a"));
+}
+
 TEST(LruMapTest, StorageStopsAtCapacity) {
-  LruMap<std::uint64_t> map(10'000);
+  LruMap<std::uint64_t, std::uint64_t> map(10'000);
   for (std::uint64_t key = 0; key < 50'000; ++key) {
     if (map.Full()) map.PopOldest();
     map.Insert(key, key);
@@ -116,4 +152,4 @@ TEST(LruMapTest, StorageStopsAtCapacity) {
 }
 
 }  // namespace
-}  // namespace eoc::routing
+}  // namespace eoc

@@ -1,33 +1,49 @@
-// A bounded map from 64-bit hash keys to small values that remembers the order of use: one shard
-// of the session table and of the prefix index (each shard guards its own with a mutex; this
-// class is not thread-safe). Compact by design: open addressing with linear probing over 32-bit
-// node indices, and a doubly linked recency list threaded through the nodes by index, so an entry
-// costs its key (8 bytes), its value, 8 bytes of links and 6 to 12 bytes of index slots. Storage
-// grows with use up to `capacity` and is kept at its high-water mark.
+// The project's LRU map: a bounded map that remembers the order of use, keyed by 64-bit hashes
+// in the routing engine (one shard of the session table and of the prefix index) and by strings
+// in the event recorder's caches. Not thread-safe: each user guards its own. Compact by design:
+// open addressing with linear probing over 32-bit node indices, and a doubly linked recency list
+// threaded through the nodes by index, so an entry costs its key (8 bytes for a 64-bit one), its
+// value, 8 bytes of links and 6 to 12 bytes of index slots. Storage grows with use up to
+// `capacity` and is kept at its high-water mark.
 //
-//   eoc::routing::LruMap<eoc::routing::WorkerKey> map(/*capacity=*/1000);
+//   eoc::LruMap<std::uint64_t, WorkerKey> map(/*capacity=*/1000);
 //   if (WorkerKey* worker = map.Touch(key)) {  // a hit, now the most recently used
 //     Use(*worker);
 //   } else {
 //     if (map.Full()) map.PopOldest();         // evict the least recently used
 //     map.Insert(key, ChooseWorker());
 //   }
+//   eoc::LruMap<std::string, Bucket> buckets(4096);
+//   Bucket& b = buckets.Put("pod/a", Bucket{});  // inserts or replaces, evicting when full
 #pragma once
 
 #include <algorithm>
 #include <bit>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "routing/ids.h"
+#include "common/mix64.h"
 
-namespace eoc::routing {
+namespace eoc {
 
-// `V` must be cheap to move (the node array is reallocated as it grows).
-template <typename V>
+// The default hash of LruMap: Mix64 for integer keys (std::hash of an integer is the integer
+// itself, whose low bits alone would choose the slot), std::hash for the rest.
+template <typename K>
+struct LruHash : std::hash<K> {};
+template <std::integral K>
+struct LruHash<K> {
+  std::size_t operator()(K key) const { return Mix64(static_cast<std::uint64_t>(key)); }
+};
+
+// `K` and `V` must be cheap to move (the node array is reallocated as it grows); `K` must be
+// default-constructible and equality-comparable.
+template <typename K, typename V, typename Hash = LruHash<K>>
 class LruMap {
  public:
   // At most `capacity` entries (capped at 2^32 - 2, the reach of a 32-bit node index).
@@ -47,17 +63,17 @@ class LruMap {
   bool Full() const { return size_ >= capacity_; }
 
   // The value stored for `key`, or null; recency unchanged.
-  V* Find(std::uint64_t key) {
+  V* Find(const K& key) {
     const std::uint32_t node = NodeOf(key);
     return node == kNil ? nullptr : &nodes_[node].value;
   }
-  const V* Find(std::uint64_t key) const {
+  const V* Find(const K& key) const {
     const std::uint32_t node = NodeOf(key);
     return node == kNil ? nullptr : &nodes_[node].value;
   }
 
   // As Find, and a hit becomes the most recently used entry.
-  V* Touch(std::uint64_t key) {
+  V* Touch(const K& key) {
     const std::uint32_t node = NodeOf(key);
     if (node == kNil) return nullptr;
     if (node != head_) {
@@ -69,7 +85,7 @@ class LruMap {
 
   // Adds `key`, which must be absent, as the most recently used entry. The map must not be Full():
   // PopOldest() first.
-  V& Insert(std::uint64_t key, V value) {
+  V& Insert(K key, V value) {
     const std::uint32_t node = AllocateNode();
     nodes_[node].key = key;
     nodes_[node].value = std::move(value);
@@ -79,8 +95,16 @@ class LruMap {
     return nodes_[node].value;
   }
 
+  // The entry for `key`, set to `value` and now the most recently used: the existing one, or a new
+  // one (evicting the least recently used when Full()). The capacity must not be 0.
+  V& Put(const K& key, V value) {
+    if (V* existing = Touch(key)) return *existing = std::move(value);
+    if (Full()) PopOldest();
+    return Insert(key, std::move(value));
+  }
+
   // Removes `key`; false if it was absent.
-  bool Erase(std::uint64_t key) {
+  bool Erase(const K& key) {
     if (slots_.empty()) return false;
     const std::size_t slot = SlotOf(key);
     if (slots_[slot] == 0) return false;
@@ -89,7 +113,7 @@ class LruMap {
   }
 
   // The least recently used entry. The map must not be Empty().
-  std::uint64_t OldestKey() const { return nodes_[tail_].key; }
+  const K& OldestKey() const { return nodes_[tail_].key; }
   const V& Oldest() const { return nodes_[tail_].value; }
   void PopOldest() { EraseAt(SlotOf(nodes_[tail_].key)); }
 
@@ -111,22 +135,22 @@ class LruMap {
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
 
   struct Node {
-    std::uint64_t key = 0;
+    K key{};
     V value{};
     std::uint32_t prev = kNil;  // towards the most recently used
     std::uint32_t next = kNil;  // towards the least recently used; the free list when unused
   };
 
-  std::size_t HomeOf(std::uint64_t key) const { return Mix64(key) & mask_; }
+  std::size_t HomeOf(const K& key) const { return hash_(key) & mask_; }
 
   // The slot that holds `key`, or else the empty slot where the probe for it ends. Needs slots.
-  std::size_t SlotOf(std::uint64_t key) const {
+  std::size_t SlotOf(const K& key) const {
     std::size_t slot = HomeOf(key);
     while (slots_[slot] != 0 && nodes_[slots_[slot] - 1].key != key) slot = (slot + 1) & mask_;
     return slot;
   }
 
-  std::uint32_t NodeOf(std::uint64_t key) const {
+  std::uint32_t NodeOf(const K& key) const {
     if (slots_.empty()) return kNil;
     const std::uint32_t entry = slots_[SlotOf(key)];
     return entry == 0 ? kNil : entry - 1;
@@ -186,12 +210,16 @@ class LruMap {
     }
     slots_[hole] = 0;
     Unlink(node);
+    if constexpr (!std::is_trivially_copyable_v<K>) {
+      nodes_[node].key = K{};  // a string key's storage goes now, not when the node is reused
+    }
     nodes_[node].value = V{};
     nodes_[node].next = free_;
     free_ = node;
     --size_;
   }
 
+  [[no_unique_address]] Hash hash_;
   std::size_t capacity_;
   std::size_t size_ = 0;
   std::vector<Node> nodes_;
@@ -202,4 +230,4 @@ class LruMap {
   std::uint32_t free_ = kNil;  // erased nodes, linked through `next`
 };
 
-}  // namespace eoc::routing
+}  // namespace eoc
