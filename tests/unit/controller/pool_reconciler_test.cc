@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "controller/pool_status.h"
+#include "pods.h"
 
 namespace eoc::controller {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using ::testing::HasSubstr;
+using testing::Pod;
 
 constexpr const char* kKey = "prod/chat";
 
@@ -35,18 +37,6 @@ json PoolJson(const std::string& resource_version,
             {"generation", 1},
             {"resourceVersion", resource_version}}},
           {"spec", {{"selector", std::move(selector)}, {"targetPort", 8000}}}};
-}
-
-std::shared_ptr<const kube::PodView> Pod(const std::string& name, const std::string& ip) {
-  kube::PodView pod;
-  pod.ns = "prod";
-  pod.name = name;
-  pod.pod_ip = ip;
-  pod.node_name = "node-a";
-  pod.labels = {{"app", "chat"}};
-  pod.phase = kube::PodPhase::kRunning;
-  pod.ready = true;
-  return std::make_shared<const kube::PodView>(std::move(pod));
 }
 
 class FakeStore final : public PoolStore {

@@ -3,12 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "pods.h"
+
 namespace eoc::controller {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::Pod;
 
 api::InferencePool Pool() {
   api::InferencePool pool;
@@ -19,19 +22,6 @@ api::InferencePool Pool() {
   pool.spec.target_port = 8000;
   pool.spec.carbon.zone_label = "topology.kubernetes.io/region";
   return pool;
-}
-
-std::shared_ptr<const kube::PodView> Pod(const std::string& name, const std::string& ip,
-                                         bool ready = true) {
-  kube::PodView pod;
-  pod.ns = "prod";
-  pod.name = name;
-  pod.pod_ip = ip;
-  pod.node_name = "node-a";
-  pod.labels = {{"app", "chat"}};
-  pod.phase = kube::PodPhase::kRunning;
-  pod.ready = ready;
-  return std::make_shared<const kube::PodView>(std::move(pod));
 }
 
 NodeLookup NoNodes() {
