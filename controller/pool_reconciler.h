@@ -29,7 +29,6 @@
 #include "controller/workers.h"
 #include "kube/client.h"
 #include "kube/controller.h"
-#include "kube/event_recorder.h"
 #include "kube/event_sink.h"
 #include "kube/node_view.h"
 #include "kube/pod_view.h"

@@ -1,23 +1,11 @@
 #include "kube/event_recorder.h"
 
-#include <algorithm>
-#include <array>
-#include <cstdio>
-#include <functional>
-#include <initializer_list>
 #include <random>
-
-#include "common/rfc3339.h"
 
 namespace eoc::kube {
 namespace {
 
 using nlohmann::json;
-using std::chrono::steady_clock;
-
-// What an Event name may hold (a DNS subdomain), and what the ".<16 hex>" suffix takes of it.
-constexpr std::size_t kMaxNameBytes = 253;
-constexpr std::size_t kNameSuffixBytes = 17;
 
 // Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
 std::string Truncated(std::string_view text, std::size_t max) {
@@ -27,185 +15,12 @@ std::string Truncated(std::string_view text, std::size_t max) {
   return std::string(text.substr(0, cut));
 }
 
-// Joined with a separator that names and reasons do not contain, so that keys cannot collide by
-// shifting text from one field to the next.
-std::string Join(std::initializer_list<std::string_view> parts) {
-  std::string key;
-  for (const auto part : parts) {
-    key.append(part);
-    key.push_back('\x1f');
-  }
-  return key;
-}
-
-// Source and object: the spam filter's unit.
-std::string SpamKey(const Event& e) {
-  const ObjectReference& o = e.involved;
-  return Join({e.component, e.host, o.kind, o.ns, o.name, o.uid, o.api_version});
-}
-
-// Similar events: the same source, object, type and reason; the message may differ.
-std::string AggregateKey(const Event& e) { return Join({SpamKey(e), ToString(e.type), e.reason}); }
-
-// The same event exactly.
-std::string EventKey(const Event& e) { return Join({AggregateKey(e), e.message}); }
-
-json ReferenceJson(const ObjectReference& o) {
-  json ref = json::object();
-  const auto set = [&ref](const char* key, const std::string& value) {
-    if (!value.empty()) ref[key] = value;
-  };
-  set("kind", o.kind);
-  set("namespace", o.ns);
-  set("name", o.name);
-  set("uid", o.uid);
-  set("apiVersion", o.api_version);
-  set("resourceVersion", o.resource_version);
-  return ref;
-}
-
 bool Retryable(const Status& error) {
   // No answer at all, or the server (or a proxy) failing: the write itself may be fine.
   return error.IsTransport() || error.code >= 500 || error.IsTooManyRequests();
 }
 
 }  // namespace
-
-const char* ToString(EventType type) { return type == EventType::kWarning ? "Warning" : "Normal"; }
-
-json Event::ToJson() const {
-  json metadata = {{"name", name}, {"namespace", ns}};
-  if (!resource_version.empty()) metadata["resourceVersion"] = resource_version;
-  json source = {{"component", component}};
-  if (!host.empty()) source["host"] = host;
-  json event = {{"apiVersion", "v1"},
-                {"kind", "Event"},
-                {"metadata", std::move(metadata)},
-                {"involvedObject", ReferenceJson(involved)},
-                {"type", ToString(type)},
-                {"reason", reason},
-                {"message", message},
-                {"source", std::move(source)},
-                {"count", count},
-                {"firstTimestamp", FormatRfc3339(first_timestamp)},
-                {"lastTimestamp", FormatRfc3339(last_timestamp)},
-                {"reportingComponent", component}};
-  if (!host.empty()) event["reportingInstance"] = host;
-  return event;
-}
-
-std::string EventName(const std::string& object_name, std::int64_t unix_nanos) {
-  std::array<char, kNameSuffixBytes + 1> suffix{};
-  std::snprintf(suffix.data(), suffix.size(), ".%016llx",
-                static_cast<unsigned long long>(unix_nanos));
-  return object_name.substr(0, kMaxNameBytes - kNameSuffixBytes) + suffix.data();
-}
-
-// ---- EventCorrelator ----
-
-EventCorrelator::EventCorrelator(const Clock& clock, EventCorrelatorOptions options)
-    : clock_(clock),
-      options_(options),
-      aggregates_(std::max<std::size_t>(options.cache_size, 1)),  // Put needs room for one
-      observations_(std::max<std::size_t>(options.cache_size, 1)),
-      buckets_(std::max<std::size_t>(options.cache_size, 1)) {}
-
-CorrelationResult EventCorrelator::Correlate(Event event) {
-  CorrelationResult result;
-  result.event = std::move(event);
-  Aggregate(result);
-  Observe(result);
-  // As client-go, the filter runs after counting: a dropped repeat still counts, so the next
-  // write that gets through carries the true count.
-  result.skip = !AllowedBySpamFilter(result.event);
-  return result;
-}
-
-void EventCorrelator::Aggregate(CorrelationResult& result) {
-  Event& e = result.event;
-  const auto now = clock_.Now();
-  const std::string key = AggregateKey(e);
-  AggregateRecord* record = aggregates_.Touch(key);
-  if (record == nullptr || now - record->last > options_.dedup_interval) {
-    record = &aggregates_.Put(key, AggregateRecord{});
-  }
-  record->messages.insert(std::hash<std::string>{}(e.message));
-  record->last = now;
-  if (record->messages.size() < static_cast<std::size_t>(options_.aggregate_max_events)) {
-    result.key = EventKey(e);
-    return;
-  }
-  // Keep the set from growing past the threshold (client-go's PopAny).
-  record->messages.erase(record->messages.begin());
-  e.message = "(combined from similar events): " + e.message;
-  result.key = key;
-  result.combined = true;
-}
-
-void EventCorrelator::Observe(CorrelationResult& result) {
-  Event& e = result.event;
-  const auto now = clock_.Now();
-  const Observation* prior = observations_.Touch(result.key);
-  if (prior != nullptr && prior->count > 0 && now - prior->last <= options_.dedup_interval) {
-    e.name = prior->name;
-    e.resource_version = prior->resource_version;
-    e.first_timestamp = prior->first_timestamp;
-    e.count = prior->count + 1;
-    result.update = true;
-    result.patch = {{"count", e.count},
-                    {"lastTimestamp", FormatRfc3339(e.last_timestamp)},
-                    {"message", e.message}};
-  } else {
-    e.name = UniqueName(e.involved.name);
-    e.count = 1;
-    e.first_timestamp = e.last_timestamp;
-  }
-  observations_.Put(result.key,
-                    Observation{e.count, e.first_timestamp, e.name, e.resource_version, now});
-}
-
-void EventCorrelator::UpdateState(const std::string& key, const Event& written) {
-  Observation* o = observations_.Touch(key);
-  if (o == nullptr) {
-    observations_.Put(key, Observation{written.count, written.first_timestamp, written.name,
-                                       written.resource_version, clock_.Now()});
-    return;
-  }
-  o->count = written.count;
-  o->name = written.name;
-  o->resource_version = written.resource_version;
-}
-
-bool EventCorrelator::AllowedBySpamFilter(const Event& event) {
-  const auto now = clock_.Now();
-  const std::string key = SpamKey(event);
-  const auto burst = static_cast<double>(options_.spam_burst);
-  Bucket* bucket = buckets_.Touch(key);
-  if (bucket == nullptr) bucket = &buckets_.Put(key, Bucket{burst, now});
-  if (options_.spam_refill.count() <= 0) {
-    bucket->tokens = burst;
-  } else {
-    const std::chrono::duration<double> elapsed = now - bucket->last;
-    const std::chrono::duration<double> refill = options_.spam_refill;
-    bucket->tokens = std::min(burst, bucket->tokens + elapsed / refill);
-  }
-  bucket->last = now;
-  if (bucket->tokens < 1) return false;
-  bucket->tokens -= 1;
-  return true;
-}
-
-// Names from the recording time in ns, made strictly increasing so two events of one object in
-// the same nanosecond (or under a coarse clock) still get distinct names.
-std::string EventCorrelator::UniqueName(const std::string& object_name) {
-  const std::int64_t nanos =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.WallNow().time_since_epoch())
-          .count();
-  last_name_nanos_ = std::max(nanos, last_name_nanos_ + 1);
-  return EventName(object_name, last_name_nanos_);
-}
-
-// ---- EventRecorder ----
 
 EventRecorder::EventRecorder(Client& client, EventRecorderOptions options, EventRecorderDeps deps)
     : client_(client),

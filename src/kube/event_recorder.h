@@ -1,17 +1,13 @@
-// core/v1 Events, written as client-go's tools/record writes them: an EventCorrelator folds
-// repeats into one Event (count and lastTimestamp, by PATCH), combines bursts of similar events
-// that differ only by message, and a per-object token bucket drops spam; a bounded queue and one
-// background thread keep Record() off the network.
+// core/v1 Events, written as client-go's tools/record writes them: each recorded event goes
+// through an EventCorrelator (kube/event_correlator.h: counting, aggregation, spam filter); a
+// bounded queue and one background thread keep Record() off the network.
 //
 //   eoc::kube::EventRecorder recorder(*client, {.component = "eoc-controller"});
 //   recorder.Record({.kind = "InferencePool", .ns = "prod", .name = "chat",
 //                    .uid = uid, .api_version = "eoc.dev/v1alpha1"},
 //                   eoc::kube::EventType::kWarning, "ScaleFailed", "409 Conflict: ...");
 //
-// Differences from client-go, on purpose: an exact repeat is folded into the existing Event only
-// within dedup_interval (10 minutes) of the previous one (client-go folds for as long as the
-// cache remembers it); keys are joined with a separator, so that ("ab", "c") and ("a", "bc")
-// differ; messages are cut to 1 KiB.
+// Messages are cut to max_message_bytes (1 KiB) at a UTF-8 boundary.
 #pragma once
 
 #include <atomic>
@@ -25,117 +21,17 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_set>
-#include <utility>
 
 #include "common/backoff.h"
 #include "common/clock.h"
-#include "common/lru_map.h"
 #include "kube/client.h"
+#include "kube/event.h"
+#include "kube/event_correlator.h"
 #include "kube/event_sink.h"
 #include "kube/status.h"
 #include "kube/write_fence.h"
 
 namespace eoc::kube {
-
-// The object an Event is about (core/v1 ObjectReference).
-struct ObjectReference {
-  std::string kind;
-  std::string ns;  // empty for cluster-scoped objects: their Events go to "default"
-  std::string name;
-  std::string uid;
-  std::string api_version;
-  std::string resource_version;
-};
-
-enum class EventType { kNormal, kWarning };
-
-const char* ToString(EventType type);  // "Normal", "Warning"
-
-// A core/v1 Event as the recorder writes it.
-struct Event {
-  std::string name;  // metadata.name
-  std::string ns;    // metadata.namespace
-  std::string resource_version;
-  ObjectReference involved;
-  EventType type = EventType::kNormal;
-  std::string reason;
-  std::string message;
-  std::string component;  // source.component and reportingComponent
-  std::string host;       // source.host and reportingInstance; may be empty
-  std::int32_t count = 1;
-  std::chrono::system_clock::time_point first_timestamp;
-  std::chrono::system_clock::time_point last_timestamp;
-
-  nlohmann::json ToJson() const;
-};
-
-// "<object name>.<16 hex digits of the time in ns>", as client-go names Events; `unix_nanos` must
-// be unique per process (the correlator makes it so).
-std::string EventName(const std::string& object_name, std::int64_t unix_nanos);
-
-struct EventCorrelatorOptions {
-  std::size_t cache_size = 4096;  // entries in each of the three caches
-  // Spam filter, per source and object: `spam_burst` writes, then one per `spam_refill`.
-  int spam_burst = 25;
-  std::chrono::seconds spam_refill{300};
-  // An exact repeat within this interval updates the existing Event; so does a similar one
-  // within it once `aggregate_max_events` distinct messages have been seen.
-  std::chrono::seconds dedup_interval{600};
-  int aggregate_max_events = 10;
-};
-
-// What to do with one recorded event.
-struct CorrelationResult {
-  Event event;
-  bool skip = false;    // the spam filter dropped it
-  bool update = false;  // PATCH the existing Event event.name with `patch` (count > 1)
-  nlohmann::json patch;
-  bool combined = false;  // a "(combined from similar events)" Event
-  std::string key;        // for UpdateState
-};
-
-// client-go's EventCorrelator: aggregation of similar events, counting of repeats, spam filter.
-// Not thread-safe: the recorder's writer thread owns it.
-class EventCorrelator {
- public:
-  explicit EventCorrelator(const Clock& clock, EventCorrelatorOptions options = {});
-
-  CorrelationResult Correlate(Event event);
-  // What the server answered for a write of result `key`: its name, resourceVersion and count.
-  void UpdateState(const std::string& key, const Event& written);
-
- private:
-  struct AggregateRecord {
-    std::unordered_set<std::size_t> messages;  // hashes, so long messages cost no memory
-    std::chrono::steady_clock::time_point last;
-  };
-  struct Observation {
-    std::int32_t count = 0;
-    std::chrono::system_clock::time_point first_timestamp;
-    std::string name;
-    std::string resource_version;
-    std::chrono::steady_clock::time_point last;
-  };
-  struct Bucket {
-    double tokens = 0;
-    std::chrono::steady_clock::time_point last;
-  };
-
-  // Sets the event to write (maybe a combined one) and its cache key.
-  void Aggregate(CorrelationResult& result);
-  // Turns a repeat into an update of the Event already written.
-  void Observe(CorrelationResult& result);
-  bool AllowedBySpamFilter(const Event& event);
-  std::string UniqueName(const std::string& object_name);
-
-  const Clock& clock_;
-  const EventCorrelatorOptions options_;
-  LruMap<std::string, AggregateRecord> aggregates_;
-  LruMap<std::string, Observation> observations_;
-  LruMap<std::string, Bucket> buckets_;
-  std::int64_t last_name_nanos_ = 0;
-};
 
 enum class EventDropReason {
   kQueueFull,    // Record() found the queue full

@@ -9,10 +9,9 @@
 
 #include <string_view>
 
-namespace eoc::kube {
+#include "kube/event.h"
 
-struct ObjectReference;  // kube/event_recorder.h
-enum class EventType;    // kube/event_recorder.h
+namespace eoc::kube {
 
 class EventSink {
  public:
