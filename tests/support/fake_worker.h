@@ -39,6 +39,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fake_metrics.h"
+
 namespace eoc::server {
 class HttpServer;
 class Request;
@@ -46,55 +48,6 @@ class Response;
 }  // namespace eoc::server
 
 namespace eoc::testing {
-
-enum class Engine { kVllm, kSglang, kTrtllm };
-
-// "vllm", "sglang" or "trtllm".
-std::string_view EngineName(Engine engine);
-// The engine of that name (as EngineName writes it); nullopt for anything else.
-std::optional<Engine> ParseEngine(std::string_view name);
-
-// What /metrics reports. Counters are totals since the worker "started"; the worker adds each
-// completion's prompt and generated tokens to the two token totals.
-struct FakeLoad {
-  std::int64_t running = 0;
-  std::int64_t waiting = 0;
-  double kv_cache_usage = 0;  // 0..1: the fraction of KV blocks in use
-  std::int64_t num_gpu_blocks = 8192;
-  std::int64_t block_size = 16;    // tokens per KV block (SGLang: page size)
-  std::int64_t max_running = 256;  // TensorRT-LLM's and SGLang's max running requests
-  std::int64_t prompt_tokens_total = 0;
-  std::int64_t generation_tokens_total = 0;
-  double watts = 0;                           // DCGM_FI_DEV_POWER_USAGE
-  std::int64_t energy_millijoules_total = 0;  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
-};
-
-// Labels of the series: the model the engine serves, and the pod DCGM attributes the GPU to.
-struct MetricsLabels {
-  std::string model = "fake-model";
-  std::string pod_name;
-  std::string pod_namespace;
-};
-
-// The whole /metrics text of `engine` (with # HELP and # TYPE lines), plus DCGM's series when
-// `dcgm` is set. `served` is the number of completions answered (TensorRT-LLM's token histograms
-// count requests). The series, by form:
-//   vLLM    vllm:num_requests_running, vllm:num_requests_waiting, vllm:gpu_cache_usage_perc and
-//           vllm:kv_cache_usage_perc (old and new name), vllm:prompt_tokens_total,
-//           vllm:generation_tokens_total, vllm:cache_config_info{block_size,num_gpu_blocks,...} 1;
-//           labelled model_name
-//   SGLang  sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage,
-//           sglang:num_used_tokens, sglang:max_total_num_tokens, sglang:page_size,
-//           sglang:num_pages, sglang:prompt_tokens_total, sglang:generation_tokens_total;
-//           labelled model_name
-//   TRT-LLM nv_trt_llm_request_metrics{request_type=active|context|max|scheduled|waiting},
-//   (Triton) nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=fraction|free|max|tokens_per|
-//           used}, histograms nv_llm_input_token_len and nv_llm_output_token_len (their _sum are
-//           the token totals); labelled model="tensorrt_llm", version="1"
-//   DCGM    DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, a counter);
-//           labelled gpu, UUID, device, namespace, pod
-std::string RenderMetrics(Engine engine, const FakeLoad& load, const MetricsLabels& labels,
-                          bool dcgm, std::uint64_t served = 0);
 
 struct FakeWorkerOptions {
   std::string address = "127.0.0.1:0";  // ip:port; port 0 picks a free one
