@@ -2,6 +2,9 @@
 
 #include <random>
 
+#include "common/json_members.h"
+#include "common/object_meta.h"
+
 namespace eoc::kube {
 namespace {
 
@@ -179,14 +182,13 @@ void EventRecorder::Written(const CorrelationResult& result, const json& answer,
   Event written = result.event;
   written.resource_version.clear();
   // The server's name, version and count; an answer without them (never seen) keeps ours.
-  if (answer.is_object()) {
-    written.count = answer.value("count", written.count);
-    const auto metadata = answer.find("metadata");
-    if (metadata != answer.end() && metadata->is_object()) {
-      written.name = metadata->value("name", written.name);
-      written.resource_version = metadata->value("resourceVersion", std::string());
-    }
+  if (const json* count = MemberOrNull(answer, "count");
+      count != nullptr && count->is_number_integer()) {
+    written.count = count->get<std::int32_t>();
   }
+  ObjectMeta meta = ReadObjectMetaLenient(answer);
+  if (!meta.name.empty()) written.name = std::move(meta.name);
+  written.resource_version = std::move(meta.resource_version);
   correlator_.UpdateState(result.key, written);
   {
     const std::lock_guard lock(mu_);

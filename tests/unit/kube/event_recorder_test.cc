@@ -289,6 +289,23 @@ TEST_F(EventRecorderTest, CreatesThenPatchesTheSameEvent) {
   EXPECT_EQ(metrics_.aggregated, 1);
 }
 
+// An answer of an odd shape (a count that is not a number, no name) is read leniently: the write
+// counts, and the repeat patches the name we chose, with our count.
+TEST_F(EventRecorderTest, AnOddlyShapedAnswerKeepsOurNameAndCount) {
+  fake_.Reply(201, R"({"kind":"Event","count":"many","metadata":{"resourceVersion":7}})");
+  fake_.Reply(200, ServerEvent("ignored", 2));
+  auto recorder = MakeRecorder();
+  recorder->Record(Pool("web"), EventType::kNormal, "Scaled", "to 3");
+  recorder->Record(Pool("web"), EventType::kNormal, "Scaled", "to 3");
+  ASSERT_TRUE(recorder->Flush(seconds(10)));
+  ASSERT_EQ(Requests().size(), 2U);
+  const std::string created_name = json::parse(Requests()[0].body)["metadata"]["name"];
+  EXPECT_EQ(Requests()[1].method, "PATCH");
+  EXPECT_EQ(Requests()[1].path, "/api/v1/namespaces/prod/events/" + created_name);
+  EXPECT_EQ(json::parse(Requests()[1].body)["count"], 2);
+  EXPECT_EQ(recorder->stats().written, 2U);
+}
+
 TEST_F(EventRecorderTest, AnEventGoneFromTheServerIsCreatedAgain) {
   fake_.Reply(201, ServerEvent("web.1", 1));
   fake_.Reply(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
