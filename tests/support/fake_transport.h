@@ -76,8 +76,8 @@ class FakeTransport final : public Transport {
     });
   }
   void Fail(const std::string& reason, const std::string& message) {
-    Then([error = TransportError(reason, message)](const HttpRequest&) -> StreamResult {
-      throw error;
+    Then([reason, message](const HttpRequest&) -> StreamResult {
+      throw TransportError(reason, message);
     });
   }
   void StreamLines(std::vector<std::string> lines) {
