@@ -75,6 +75,8 @@ std::vector<DefaultRow> MakeTable() {
        "when a pick does not say"},
       {"routing.publishIntervalSeconds", Text(kPublishIntervalSeconds), true,
        "longest wait before a moved weight is published"},
+      {"routing.publishThreshold", Text(kPublishThreshold), true,
+       "how far (of 1000) a weight must move to be published again"},
       {"energy.source", Text(EnumToString(kEnergySource, internal::kEnergySourceNames)), true,
        NamesInProse(internal::kEnergySourceNames)},
       {"carbon.zoneLabel", Text(kCarbonZoneLabel), true, "the worker's node label naming its zone"},
@@ -132,6 +134,7 @@ InferencePoolSpec DefaultSpec() {
       .default_prompt_tokens = kDefaultPromptTokens,
       .default_expected_tokens = kDefaultExpectedTokens,
       .publish_interval_seconds = kPublishIntervalSeconds,
+      .publish_threshold = kPublishThreshold,
   };
   spec.energy.source = kEnergySource;
   spec.carbon.zone_label = std::string(kCarbonZoneLabel);

@@ -51,6 +51,7 @@ inline constexpr double kQueueTimeoutSeconds = 120;
 inline constexpr std::int32_t kDefaultPromptTokens = 512;
 inline constexpr std::int32_t kDefaultExpectedTokens = 256;
 inline constexpr std::int32_t kPublishIntervalSeconds = 10;
+inline constexpr std::int32_t kPublishThreshold = 50;
 inline constexpr EnergySource kEnergySource = EnergySource::kAuto;
 inline constexpr std::string_view kCarbonZoneLabel = "topology.kubernetes.io/region";
 }  // namespace defaults

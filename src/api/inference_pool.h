@@ -55,12 +55,30 @@ std::string_view ToString(MetricsAccess value);
 std::string_view ToString(ScalingMode value);
 std::string_view ToString(EnergySource value);
 
+// `metrics.names`: the series a `generic` engine's page is read by, as Prometheus names them
+// (empty: not read). `running` is required for `generic`; the names are refused for the other
+// engines, whose names are known.
+struct MetricNames {
+  std::string running;            // requests in the running batch (a gauge)
+  std::string waiting;            // requests queued (a gauge)
+  std::string kv_cache_usage;     // the fraction of the KV cache in use, 0 to 1 (a gauge)
+  std::string prompt_tokens;      // prompt tokens processed (a counter)
+  std::string generation_tokens;  // tokens generated (a counter)
+
+  bool empty() const {
+    return running.empty() && waiting.empty() && kv_cache_usage.empty() && prompt_tokens.empty() &&
+           generation_tokens.empty();
+  }
+  bool operator==(const MetricNames&) const = default;
+};
+
 struct MetricsSpec {
   std::int32_t port = 0;  // defaults to targetPort
   std::string path;
   std::int32_t interval_seconds = 0;
   std::int32_t timeout_seconds = 0;
   MetricsAccess access = MetricsAccess::kDirect;
+  MetricNames names;
 };
 
 struct ScaleTargetRef {
@@ -115,6 +133,9 @@ struct RoutingSpec {
   std::int32_t default_expected_tokens = 0;
   std::optional<std::int32_t> max_concurrency_per_worker;
   std::int32_t publish_interval_seconds = 0;
+  // How far (of 1000) some worker's weight must move from the published table before the table
+  // is published again; membership and draining changes are published regardless.
+  std::int32_t publish_threshold = 0;
 };
 
 // One entry of `energy.profiles`: the power figures of one accelerator, named by a node's

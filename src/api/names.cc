@@ -79,6 +79,12 @@ bool IsModelName(std::string_view text) {
 
 bool IsUrlPath(std::string_view text) { return text.starts_with('/') && NoSpaceOrControl(text); }
 
+bool IsMetricName(std::string_view text) {
+  const auto allowed = [](char c) { return IsAlpha(c) || c == '_' || c == ':'; };
+  if (text.empty() || !allowed(text.front())) return false;
+  return std::ranges::all_of(text, [&](char c) { return allowed(c) || (c >= '0' && c <= '9'); });
+}
+
 bool IsApiVersion(std::string_view text) {
   const std::size_t slash = text.find('/');
   const std::string_view version = slash == std::string_view::npos ? text : text.substr(slash + 1);

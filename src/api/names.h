@@ -41,6 +41,9 @@ bool IsModelName(std::string_view text);
 // An absolute URL path ("/metrics"): a '/' and then no whitespace or control characters.
 bool IsUrlPath(std::string_view text);
 
+// A Prometheus metric name: [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:num_requests_running").
+bool IsMetricName(std::string_view text);
+
 // An apiVersion as a reference names it: "v1", or "group/version" ("apps/v1",
 // "ray.io/v1alpha1"), the group a DNS subdomain and the version a DNS label.
 bool IsApiVersion(std::string_view text);

@@ -44,6 +44,12 @@ bool ParseMetrics(const ObjectReader& metrics, MetricsSpec& out) {
   metrics.Int("intervalSeconds", out.interval_seconds, rules::kMetricsSeconds);
   metrics.Int("timeoutSeconds", out.timeout_seconds, rules::kMetricsSeconds);
   metrics.Enum("access", out.access, kMetricsAccessNames);
+  const ObjectReader names = metrics.Object("names");
+  names.String("running", out.names.running, rules::kMetricName);
+  names.String("waiting", out.names.waiting, rules::kMetricName);
+  names.String("kvCacheUsage", out.names.kv_cache_usage, rules::kMetricName);
+  names.String("promptTokens", out.names.prompt_tokens, rules::kMetricName);
+  names.String("generationTokens", out.names.generation_tokens, rules::kMetricName);
   return port_given;
 }
 
@@ -99,6 +105,7 @@ void ParseRouting(const ObjectReader& r, RoutingSpec& out) {
   r.Int("defaultExpectedTokens", out.default_expected_tokens, rules::kTokens);
   r.Int("maxConcurrencyPerWorker", out.max_concurrency_per_worker, rules::kMaxConcurrency);
   r.Int("publishIntervalSeconds", out.publish_interval_seconds, rules::kPublishIntervalSeconds);
+  r.Int("publishThreshold", out.publish_threshold, rules::kPublishThreshold);
 }
 
 void ParseEnergy(const ObjectReader& e, EnergySpec& out, std::vector<FieldError>& errors) {

@@ -25,6 +25,10 @@ inline constexpr StringRule kMetricsPath{
     .valid = IsUrlPath,
     .expected = "must be a URL path: a '/' and then no whitespace or control characters"};
 inline constexpr IntRange kMetricsSeconds{.min = 1, .max = 3600};
+inline constexpr StringRule kMetricName{
+    .max_length = 256,
+    .valid = IsMetricName,
+    .expected = "must be a Prometheus metric name: [a-zA-Z_:][a-zA-Z0-9_:]*"};
 
 inline constexpr StringRule kApiVersion{
     .max_length = 317,
@@ -65,6 +69,7 @@ inline constexpr NumberRange kQueueTimeoutSeconds{.min = 0, .max = 3600};
 inline constexpr IntRange kTokens{.min = 1, .max = 10'000'000};
 inline constexpr IntRange kMaxConcurrency{.min = 1, .max = 1'000'000};
 inline constexpr IntRange kPublishIntervalSeconds{.min = 1, .max = 3600};
+inline constexpr IntRange kPublishThreshold{.min = 1, .max = 1000};  // of a weight's 1000
 
 inline constexpr std::size_t kMaxProfiles = 64;
 inline constexpr StringRule kAccelerator{

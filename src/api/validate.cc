@@ -39,6 +39,28 @@ class Checker {
 
 std::string Num(double value) { return internal::FormatNumber(value); }
 
+void CheckMetricNames(Engine engine, const MetricNames& n, const Checker& check) {
+  namespace rules = internal::rules;
+  if (engine != Engine::kGeneric) {
+    if (!n.empty()) {
+      check.Error("spec.metrics.names",
+                  "only read when engine is generic, got engine " + std::string(ToString(engine)));
+    }
+    return;
+  }
+  if (n.running.empty())
+    check.Error("spec.metrics.names.running", "required when engine is generic");
+  const auto name = [&](const char* field, const std::string& value) {
+    if (!value.empty())
+      check.String(std::string("spec.metrics.names.") + field, value, rules::kMetricName);
+  };
+  name("running", n.running);
+  name("waiting", n.waiting);
+  name("kvCacheUsage", n.kv_cache_usage);
+  name("promptTokens", n.prompt_tokens);
+  name("generationTokens", n.generation_tokens);
+}
+
 void CheckMetrics(const MetricsSpec& m, const Checker& check) {
   check.Int("spec.metrics.port", m.port, internal::rules::kPort);
   check.String("spec.metrics.path", m.path, internal::rules::kMetricsPath);
@@ -140,6 +162,7 @@ void CheckRouting(const RoutingSpec& r, const Checker& check) {
   }
   check.Int("spec.routing.publishIntervalSeconds", r.publish_interval_seconds,
             rules::kPublishIntervalSeconds);
+  check.Int("spec.routing.publishThreshold", r.publish_threshold, rules::kPublishThreshold);
 }
 
 void CheckEnergy(const EnergySpec& e, const Checker& check) {
@@ -219,6 +242,7 @@ std::vector<FieldError> Validate(const InferencePoolSpec& spec) {
     }
   }
   CheckMetrics(spec.metrics, check);
+  CheckMetricNames(spec.engine, spec.metrics.names, check);
   CheckScaleTargetRef(spec, check);
   CheckAutoscaling(spec.autoscaling, check);
   CheckRouting(spec.routing, check);

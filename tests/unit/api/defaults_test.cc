@@ -51,7 +51,8 @@ json Dump(const InferencePoolSpec& s) {
         r.prefix_affinity.block_size_tokens, r.prefix_affinity.max_blocks,
         r.prefix_affinity.load_margin, r.admission.kv_block_budget, r.admission.max_queue,
         r.admission.queue_timeout_seconds, r.default_prompt_tokens, r.default_expected_tokens,
-        r.max_concurrency_per_worker.value_or(-1), r.publish_interval_seconds}},
+        r.max_concurrency_per_worker.value_or(-1), r.publish_interval_seconds,
+        r.publish_threshold}},
       {"energy", {ToString(s.energy.source), profiles}},
       {"carbon",
        {s.carbon.zone_label, s.carbon.static_intensity,
@@ -109,6 +110,8 @@ TEST(Defaults, AMinimalSpecGetsEveryDefault) {
   EXPECT_EQ(s.routing.default_expected_tokens, 256);
   EXPECT_FALSE(s.routing.max_concurrency_per_worker);
   EXPECT_EQ(s.routing.publish_interval_seconds, 10);
+  EXPECT_EQ(s.routing.publish_threshold, 50);
+  EXPECT_TRUE(s.metrics.names.empty());
   EXPECT_EQ(s.energy.source, EnergySource::kAuto);
   EXPECT_TRUE(s.energy.profiles.empty());
   EXPECT_EQ(s.carbon.zone_label, "topology.kubernetes.io/region");
@@ -136,7 +139,7 @@ TEST(Defaults, SettingAConstantToItsDefaultChangesNothing) {
     object[json::json_pointer(pointer)] = testing::YamlToJson(YAML::Load(row.value));
     EXPECT_EQ(Dump(ParseSpecOk(object)), defaulted) << row.field << " = " << row.value;
   }
-  EXPECT_EQ(constants, 30);
+  EXPECT_EQ(constants, 31);
 }
 
 TEST(Defaults, MetricsPortFollowsTargetPortUnlessGiven) {

@@ -114,6 +114,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{R"({"metrics": "on"})", "spec.metrics", "must be an object"},
         BadSpec{R"({"metrics": {"port": 0}})", "spec.metrics.port", "between 1 and 65535"},
         BadSpec{R"({"metrics": {"path": "metrics"}})", "spec.metrics.path", "must be a URL path"},
+        BadSpec{R"({"engine": "generic", "metrics": {"names": {"running": "9lives"}}})",
+                "spec.metrics.names.running", "must be a Prometheus metric name"},
+        BadSpec{R"({"engine": "generic", "metrics": {"names": {"waiting": "q"}}})",
+                "spec.metrics.names.running", "required when engine is generic"},
+        BadSpec{R"({"metrics": {"names": {"running": "r"}}})", "spec.metrics.names",
+                "only read when engine is generic"},
+        BadSpec{R"({"routing": {"publishThreshold": 0}})", "spec.routing.publishThreshold",
+                "must be at least 1, got 0"},
         BadSpec{R"({"metrics": {"intervalSeconds": 0}})", "spec.metrics.intervalSeconds",
                 "must be at least 1, got 0"},
         BadSpec{R"({"metrics": {"timeoutSeconds": 10}})", "spec.metrics.timeoutSeconds",
@@ -355,7 +363,9 @@ TEST(ParseInferencePool, NullIsAbsent) {
 
 TEST(ParseInferencePool, EveryEnumValueReadsAndPrintsAsTheCrdSpellsIt) {
   for (const char* engine : {"vllm", "sglang", "trtllm", "generic"}) {
-    const InferencePool pool = ParseWith(json{{"engine", engine}});
+    json patch = {{"engine", engine}};
+    if (std::string_view(engine) == "generic") patch["metrics"]["names"]["running"] = "running";
+    const InferencePool pool = ParseWith(patch);
     EXPECT_TRUE(pool.errors.empty());
     EXPECT_EQ(ToString(pool.spec.engine), engine);
   }
@@ -391,7 +401,8 @@ TEST(ParseInferencePool, AFullSpec) {
                                    "loadMargin": 1.5},
                 "admission": {"kvBlockBudget": false, "maxQueue": 0, "queueTimeoutSeconds": 0.5},
                 "defaultPromptTokens": 1024, "defaultExpectedTokens": 128,
-                "maxConcurrencyPerWorker": 64, "publishIntervalSeconds": 30},
+                "maxConcurrencyPerWorker": 64, "publishIntervalSeconds": 30,
+                "publishThreshold": 125},
     "energy": {"source": "Kepler", "profiles": [
       {"accelerator": "NVIDIA-H100-80GB-HBM3", "idleWatts": 70, "maxWatts": 700,
        "maxTokensPerSecond": 4000}]},
@@ -438,6 +449,7 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_EQ(s.routing.default_expected_tokens, 128);
   EXPECT_EQ(s.routing.max_concurrency_per_worker, 64);
   EXPECT_EQ(s.routing.publish_interval_seconds, 30);
+  EXPECT_EQ(s.routing.publish_threshold, 125);
   EXPECT_EQ(s.energy.source, EnergySource::kKepler);
   ASSERT_EQ(s.energy.profiles.size(), 1U);
   EXPECT_EQ(s.energy.profiles[0].accelerator, "NVIDIA-H100-80GB-HBM3");
@@ -448,6 +460,18 @@ TEST(ParseInferencePool, AFullSpec) {
   ASSERT_TRUE(s.carbon.carbon_aware_sdk);
   EXPECT_EQ(s.carbon.carbon_aware_sdk->url, "http://carbon-aware-sdk.carbon:8080");
   EXPECT_TRUE(s.carbon.has_source());
+}
+
+TEST(ParseInferencePool, AGenericEnginesMetricNames) {
+  const InferencePool pool = ParseWith(json::parse(R"({"engine": "generic", "metrics": {"names": {
+    "running": "llm:active", "waiting": "llm:queued", "kvCacheUsage": "llm_kv_used_ratio",
+    "promptTokens": "llm_prompt_tokens_total", "generationTokens": "llm_output_tokens_total"}}})"));
+  ASSERT_TRUE(pool.errors.empty()) << pool.errors.front().ToString();
+  EXPECT_EQ(pool.spec.metrics.names, (MetricNames{.running = "llm:active",
+                                                  .waiting = "llm:queued",
+                                                  .kv_cache_usage = "llm_kv_used_ratio",
+                                                  .prompt_tokens = "llm_prompt_tokens_total",
+                                                  .generation_tokens = "llm_output_tokens_total"}));
 }
 
 TEST(ParseInferencePool, ReadsTheStatus) {

@@ -94,6 +94,18 @@ TEST(IsUrlPath, AbsoluteWithoutSpaces) {
   EXPECT_FALSE(IsUrlPath("/a b"));
 }
 
+TEST(IsMetricName, PrometheusNames) {
+  EXPECT_TRUE(IsMetricName("vllm:num_requests_running"));
+  EXPECT_TRUE(IsMetricName("_private"));
+  EXPECT_TRUE(IsMetricName(":colon_first"));
+  EXPECT_TRUE(IsMetricName("a1"));
+  EXPECT_FALSE(IsMetricName(""));
+  EXPECT_FALSE(IsMetricName("1a"));
+  EXPECT_FALSE(IsMetricName("a-b"));
+  EXPECT_FALSE(IsMetricName("a b"));
+  EXPECT_FALSE(IsMetricName("a.b"));
+}
+
 TEST(IsApiVersionAndKind, AsReferencesNameThem) {
   EXPECT_TRUE(IsApiVersion("apps/v1"));
   EXPECT_TRUE(IsApiVersion("v1"));

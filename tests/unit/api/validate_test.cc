@@ -96,6 +96,7 @@ TEST(Validate, RoutingBounds) {
   s.routing.default_expected_tokens = 0;
   s.routing.max_concurrency_per_worker = 0;
   s.routing.publish_interval_seconds = 0;
+  s.routing.publish_threshold = 1001;
   EXPECT_THAT(
       Validate(s),
       ElementsAre(
@@ -107,7 +108,26 @@ TEST(Validate, RoutingBounds) {
           FieldError{"spec.routing.defaultPromptTokens", "must be at least 1, got 0"},
           FieldError{"spec.routing.defaultExpectedTokens", "must be at least 1, got 0"},
           FieldError{"spec.routing.maxConcurrencyPerWorker", "must be at least 1, got 0"},
-          FieldError{"spec.routing.publishIntervalSeconds", "must be at least 1, got 0"}));
+          FieldError{"spec.routing.publishIntervalSeconds", "must be at least 1, got 0"},
+          FieldError{"spec.routing.publishThreshold", "must be at most 1000, got 1001"}));
+}
+
+// metrics.names: for engine generic only, where `running` is required; each a metric name.
+TEST(Validate, MetricNamesAreForTheGenericEngine) {
+  InferencePoolSpec s = Good();
+  s.metrics.names.running = "my_running";
+  EXPECT_THAT(Validate(s), ElementsAre(FieldError{"spec.metrics.names",
+                                                  "only read when engine is generic, got engine "
+                                                  "vllm"}));
+  s.engine = Engine::kGeneric;
+  EXPECT_THAT(Validate(s), IsEmpty());
+  s.metrics.names = {.waiting = "queue depth", .kv_cache_usage = "kv:usage"};
+  EXPECT_THAT(
+      Validate(s),
+      ElementsAre(FieldError{"spec.metrics.names.running", "required when engine is generic"},
+                  FieldError{"spec.metrics.names.waiting",
+                             "must be a Prometheus metric name: [a-zA-Z_:][a-zA-Z0-9_:]*, got "
+                             "\"queue depth\""}));
 }
 
 TEST(Validate, EnergyProfiles) {
