@@ -75,7 +75,7 @@ std::string_view ToString(PublishVerdict verdict);
 struct PublishDecision {
   PublishVerdict verdict = PublishVerdict::kNothing;
   PublishReason reason = PublishReason::kFirst;  // for kNow and kNotYet
-  // kNotYet: the earliest time it may publish (decide again then); kNow: `now`.
+  // kNotYet: the earliest time it may publish (decide again then); kNow: `now`; kNothing: unset.
   std::chrono::steady_clock::time_point earliest;
 
   bool publish() const { return verdict == PublishVerdict::kNow; }
