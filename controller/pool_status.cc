@@ -36,6 +36,26 @@ std::string DescribeErrors(const std::vector<api::FieldError>& errors) {
   return out;
 }
 
+api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int64_t generation) {
+  const auto type = api::kConditionMetricsAvailable;
+  if (summary.available == 0 && summary.unavailable == 0) {
+    return Make(type, "Unknown", reasons::kNoReadyWorkers,
+                "the pool has no worker to read metrics from", generation);
+  }
+  if (summary.available == 0) {
+    return Make(type, "False", reasons::kNoMetricsAvailable,
+                "no worker's metrics could be read; see the eoc_worker_scrape_* metrics",
+                generation);
+  }
+  if (summary.unavailable > 0) {
+    return Make(type, "True", reasons::kSomeMetricsUnavailable,
+                "some workers' metrics could not be read; see the eoc_worker_scrape_* metrics",
+                generation);
+  }
+  return Make(type, "True", reasons::kAllMetricsAvailable, "all workers' metrics were read",
+              generation);
+}
+
 std::span<const routing::Worker> PublishedWorkers(const std::vector<routing::Worker>& workers) {
   return std::span(workers).first(std::min(workers.size(), api::kMaxRoutingTableWorkers));
 }
@@ -65,7 +85,8 @@ api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
 
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                                        const std::vector<routing::Worker>& workers,
-                                       const std::string& now) {
+                                       const std::string& now,
+                                       const std::optional<ScrapeSummary>& scrapes) {
   api::InferencePoolStatus next = pool.status;
   const std::int64_t gen = pool.generation;
   next.observed_generation = gen;
@@ -103,10 +124,12 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                            WorkerCount(workers.size()), gen),
                       now);
   }
-  api::SetCondition(conditions,
-                    Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
-                         "worker metrics are not read yet by this version of the operator", gen),
-                    now);
+  api::SetCondition(
+      conditions,
+      scrapes ? MetricsAvailableCondition(*scrapes, gen)
+              : Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
+                     "worker metrics are not read yet by this version of the operator", gen),
+      now);
   if (!pool.spec.autoscaling.enabled) {
     api::SetCondition(conditions,
                       Make(api::kConditionScalingActive, "False", reasons::kAutoscalingDisabled,

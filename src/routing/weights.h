@@ -22,8 +22,8 @@
 // worker that is not saturated always keeps some share.
 // A worker whose metrics are not available (load.available false) gets the lowest non-zero weight
 // of the available workers, or 1000 when none has one (no data yet: equal weights). Keeping a
-// worker's last weight for three scrape intervals first (DESIGN.md) needs history, so it is the
-// caller's.
+// worker's last weight for three scrape intervals first (DESIGN.md) needs history: WeightKeeper
+// (routing/weight_keeper.h) does it on this function's output.
 #pragma once
 
 #include <cstdint>

@@ -162,5 +162,91 @@ TEST(DesiredStatusTest, AutoscalingOnIsReportedAsNotRunningYet) {
   EXPECT_EQ(Cond(s, "ScalingActive").status, "Unknown");
 }
 
+ScrapeSummary Read(std::size_t available, std::size_t unavailable) {
+  return {.available = available, .unavailable = unavailable};
+}
+
+TEST(MetricsAvailableTest, EveryWorkerReadIsTrue) {
+  const api::Condition c = MetricsAvailableCondition(Read(3, 0), 7);
+  EXPECT_EQ(c.type, "MetricsAvailable");
+  EXPECT_EQ(c.status, "True");
+  EXPECT_EQ(c.reason, std::string(reasons::kAllMetricsAvailable));
+  EXPECT_EQ(c.message, "all workers' metrics were read");
+  EXPECT_EQ(c.observed_generation, 7);
+}
+
+TEST(MetricsAvailableTest, SomeUnreadIsStillTrueWithItsReason) {
+  const api::Condition c = MetricsAvailableCondition(Read(2, 1), 7);
+  EXPECT_EQ(c.status, "True");
+  EXPECT_EQ(c.reason, std::string(reasons::kSomeMetricsUnavailable));
+  EXPECT_EQ(c.message,
+            "some workers' metrics could not be read; see the eoc_worker_scrape_* metrics");
+}
+
+TEST(MetricsAvailableTest, NoneReadIsFalse) {
+  const api::Condition c = MetricsAvailableCondition(Read(0, 4), 7);
+  EXPECT_EQ(c.status, "False");
+  EXPECT_EQ(c.reason, std::string(reasons::kNoMetricsAvailable));
+  EXPECT_EQ(c.message, "no worker's metrics could be read; see the eoc_worker_scrape_* metrics");
+}
+
+TEST(MetricsAvailableTest, NoWorkerIsUnknown) {
+  const api::Condition c = MetricsAvailableCondition(Read(0, 0), 7);
+  EXPECT_EQ(c.status, "Unknown");
+  EXPECT_EQ(c.reason, std::string(reasons::kNoReadyWorkers));
+}
+
+TEST(MetricsAvailableTest, TheConditionCarriesNoCountsThatChangeEveryScrape) {
+  // Among 10 workers, 1 to 9 failing is one and the same condition.
+  const api::Condition some = MetricsAvailableCondition(Read(9, 1), 7);
+  for (std::size_t failing = 2; failing < 10; ++failing) {
+    EXPECT_EQ(MetricsAvailableCondition(Read(10 - failing, failing), 7), some) << failing;
+  }
+  EXPECT_EQ(MetricsAvailableCondition(Read(1, 0), 7), MetricsAvailableCondition(Read(500, 0), 7));
+  EXPECT_EQ(MetricsAvailableCondition(Read(0, 1), 7), MetricsAvailableCondition(Read(0, 500), 7));
+}
+
+TEST(MetricsAvailableTest, DesiredStatusSetsItFromTheSummary) {
+  api::InferencePool pool = Pool();
+  const std::vector<Worker> workers = {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000")};
+  pool.status = DesiredStatus(pool, workers, kT0, Read(2, 0));
+  EXPECT_EQ(Cond(pool.status, "MetricsAvailable").reason,
+            std::string(reasons::kAllMetricsAvailable));
+  EXPECT_EQ(Cond(pool.status, "MetricsAvailable").last_transition_time, kT0);
+  // The same summary later: no write needed.
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1, Read(2, 0)), pool.status);
+}
+
+TEST(MetricsAvailableTest, AFlappingWorkerAmongFailingOnesDoesNotRewriteStatus) {
+  api::InferencePool pool = Pool();
+  const std::vector<Worker> workers = {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000"),
+                                       W("c", "10.0.0.3:8000")};
+  pool.status = DesiredStatus(pool, workers, kT0, Read(2, 1));
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1, Read(1, 2)), pool.status);
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1, Read(2, 1)), pool.status);
+}
+
+TEST(MetricsAvailableTest, TheTransitionTimeMovesWithTheStatusOnly) {
+  api::InferencePool pool = Pool();
+  const std::vector<Worker> workers = {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000")};
+  pool.status = DesiredStatus(pool, workers, kT0, Read(2, 0));
+  // True to True with another reason: the reason changes, the transition time stays.
+  pool.status = DesiredStatus(pool, workers, kT1, Read(1, 1));
+  EXPECT_EQ(Cond(pool.status, "MetricsAvailable").reason,
+            std::string(reasons::kSomeMetricsUnavailable));
+  EXPECT_EQ(Cond(pool.status, "MetricsAvailable").last_transition_time, kT0);
+  // True to False: a transition.
+  const char* t2 = "2026-11-30T10:06:00Z";
+  pool.status = DesiredStatus(pool, workers, t2, Read(0, 2));
+  EXPECT_EQ(Cond(pool.status, "MetricsAvailable").status, "False");
+  EXPECT_EQ(Cond(pool.status, "MetricsAvailable").last_transition_time, t2);
+}
+
+TEST(MetricsAvailableTest, WithoutASummaryItIsNotScraped) {
+  const auto s = DesiredStatus(Pool(), {W("a", "10.0.0.1:8000")}, kT0);
+  EXPECT_EQ(Cond(s, "MetricsAvailable").status, "Unknown");
+  EXPECT_EQ(Cond(s, "MetricsAvailable").reason, std::string(reasons::kNotScraped));
+}
+
 }  // namespace
 }  // namespace eoc::controller
