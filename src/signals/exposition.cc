@@ -268,7 +268,7 @@ bool Parser::LabelSet(std::string_view line, std::size_t& pos) {
       continue;
     }
     // Pairs separated by blanks alone are accepted, as textparse does.
-    if (after_item && pos == before) {
+    if (after_item && (pos == before || (c != '"' && !IsLabelNameStart(c)))) {
       return Fail("expected ',' or '}' after a label value, found " + Shown(line.substr(pos, 1)));
     }
     RawLabel label;
