@@ -47,9 +47,9 @@ std::string SyntheticPage() {
     page += "# HELP " + name + " A synthetic family for the benchmark.\n";
     page += "# TYPE " + name + " gauge\n";
     for (int s = 0; s < 10; ++s) {
-      page += name + "{engine=\"" + std::to_string(s % 2) +
-              "\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\",shard=\"" + std::to_string(s) +
-              "\"} " + std::to_string(f * 10 + s) + ".5\n";
+      page += name + R"({engine=")" + std::to_string(s % 2) +
+              R"(",model_name="meta-llama/Llama-3.1-8B-Instruct",shard=")" + std::to_string(s) +
+              R"("} )" + std::to_string(f * 10 + s) + ".5\n";
     }
   }
   return page;
@@ -68,7 +68,7 @@ void BM_Parse(benchmark::State& state) {
   const ParseOptions options{.keep = engine_only ? map.Filter() : nullptr};
   const std::size_t samples = ParseExposition(page).page().SampleCount();
   std::size_t kept = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     ParseResult result = ParseExposition(page, options);
     if (!result.ok()) {
       state.SkipWithError(result.error().ToString().c_str());

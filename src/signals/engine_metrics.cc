@@ -18,14 +18,15 @@ using Rule = EngineMap::Rule;
 constexpr auto kFigureCount = static_cast<std::size_t>(Figure::kCount);
 
 // A series whose family is its own name (a gauge or a counter).
-Rule Series(std::string name, Figure figure, int preference = 0) {
+Rule Series(const std::string& name, Figure figure, int preference = 0) {
   Rule rule{.series = name, .family = name, .figure = figure, .preference = preference};
   return rule;
 }
 
 // The samples of `name` whose label `label` is `value`.
-Rule Selected(std::string name, std::string_view label, std::string_view value, Figure figure) {
-  Rule rule = Series(std::move(name), figure);
+Rule Selected(const std::string& name, std::string_view label, std::string_view value,
+              Figure figure) {
+  Rule rule = Series(name, figure);
   rule.select_label = label;
   rule.select_value = value;
   return rule;
@@ -232,7 +233,9 @@ std::vector<ModelFigures> EngineMap::Read(const Page& page) const {
   }
 
   std::vector<ModelFigures> out;
-  for (const auto& [model, figures] : models) {
+  for (const auto& entry : models) {
+    const Accumulators& figures = entry.second;  // (a lambda may not capture a binding)
+    const std::string& model = entry.first;
     const auto at = [&](Figure f) -> const Accumulator& {
       return figures[static_cast<std::size_t>(f)];
     };

@@ -59,7 +59,7 @@ const char* QuotedErrorText(QuotedError error) {
     case QuotedError::kUnterminated:
       return "not terminated on its line (a new-line in it must be written \\n)";
     case QuotedError::kBadEscape:
-      return "has an invalid escape sequence (only \\\\, \\\" and \\n)";
+      return R"(has an invalid escape sequence (only \\, \" and \n))";
     case QuotedError::kBadUtf8:
       return "is not valid UTF-8";
     case QuotedError::kNone:
@@ -220,7 +220,7 @@ bool Parser::Comment(std::string_view line, std::size_t pos) {
     state->has_help = true;
     std::string help;
     if (!Unescape(rest, state->keep ? &help : nullptr)) {
-      return Fail("# HELP text has an invalid escape sequence (only \\\\, \\\" and \\n)");
+      return Fail(R"(# HELP text has an invalid escape sequence (only \\, \" and \n))");
     }
     if (state->kept_index >= 0) {
       page_.families[static_cast<std::size_t>(state->kept_index)].help = std::move(help);
