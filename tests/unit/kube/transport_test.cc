@@ -13,9 +13,9 @@
 namespace eoc::kube {
 namespace {
 
+using eoc::testing::LocalHttpServer;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
-using testing::LocalHttpServer;
 
 std::shared_ptr<CredentialSource> Credentials(const RestConfig& cfg) {
   return MakeCredentialSource(cfg, RealClock());
