@@ -85,7 +85,7 @@ class DirectFetcher::Impl {
 
   class Session;
   // A session's end: frees its slot, starts the next queued fetch, then calls back.
-  void Done(Session* session, FetchResult result, Callback done);
+  void Done(Session* session, FetchResult result, const Callback& done);
 
  private:
   struct Pending {
@@ -184,7 +184,7 @@ class DirectFetcher::Impl::Session : public std::enable_shared_from_this<Session
 
   void Answered() {
     auto& response = parser_->get();
-    const int status = response.result_int();
+    const int status = static_cast<int>(response.result_int());
     FetchResult r;
     r.bytes_read = bytes_read_;
     if (status / 100 == 2) {
@@ -245,7 +245,7 @@ class DirectFetcher::Impl::Session : public std::enable_shared_from_this<Session
     ErrorCode ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
-    impl_.Done(this, std::move(result), std::move(done_));
+    impl_.Done(this, std::move(result), done_);
   }
 
   Impl& impl_;
@@ -326,7 +326,7 @@ void DirectFetcher::Impl::Fetch(FetchRequest request, Callback done) {
   if (refused) Deliver(done, std::move(*refused));
 }
 
-void DirectFetcher::Impl::Done(Session* session, FetchResult result, Callback done) {
+void DirectFetcher::Impl::Done(Session* session, FetchResult result, const Callback& done) {
   std::shared_ptr<Session> next;
   {
     const std::lock_guard lock(mu_);
