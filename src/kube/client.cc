@@ -271,4 +271,12 @@ Result<json> Client::GetPath(const std::string& path) {
   return CallJson({"GET", path, "", ""});
 }
 
+Result<std::string> Client::GetText(const std::string& path, const std::string& accept,
+                                    std::chrono::milliseconds deadline) {
+  if (path.empty() || path.front() != '/') return Invalid("path must start with '/': " + path);
+  auto response = Call({"GET", path, "", "", accept, deadline});
+  if (!response) return response.error();
+  return std::move(response->body);
+}
+
 }  // namespace eoc::kube

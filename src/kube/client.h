@@ -109,6 +109,12 @@ class Client {
 
   // Any GET under the server root (discovery documents, /version); JSON answers only.
   Result<nlohmann::json> GetPath(const std::string& path);
+  // A GET under the server root whose answer is text, not JSON (a pod's /metrics through
+  // pods/proxy): the body as it came. `accept` is sent as the Accept header; `deadline` bounds the
+  // whole exchange once the rate limiter has let the call go (zero: only the transport's inactivity
+  // timeout), and past it the call fails with reason Timeout.
+  Result<std::string> GetText(const std::string& path, const std::string& accept,
+                              std::chrono::milliseconds deadline);
 
   // How long the server-side watch may run before the client gives up on a silent stream.
   static std::chrono::milliseconds WatchIdleTimeout(std::int64_t timeout_seconds);

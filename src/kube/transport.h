@@ -26,6 +26,11 @@ struct HttpRequest {
   std::string path;    // path and query, already encoded: "/api/v1/pods?limit=500"
   std::string body;
   std::string content_type;  // of the body, when there is one
+  std::string accept;        // the Accept header; empty: application/json
+  // A limit on the whole exchange, from sending to the body's last byte (the request timeout below
+  // only bounds silence, so an answer that trickles in would outlast it); zero: none. Past it the
+  // request is cancelled and Send throws TransportError with reason Timeout. Stream ignores it.
+  std::chrono::milliseconds deadline{0};
 };
 
 struct HttpResponse {

@@ -5,12 +5,14 @@
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <pplx/threadpool.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <mutex>
 #include <system_error>
 #include <vector>
@@ -57,6 +59,50 @@ TransportError ToTransportError(const std::exception& e, const std::string& what
   }
   return {kReasonTransport, what + ": " + e.what()};
 }
+
+// A request's total deadline (HttpRequest::deadline). cpprestsdk's own timeout restarts on every
+// read, so it cannot cut an answer that trickles in; this cancels the request's token when the
+// deadline passes, which closes its connection whether it waits for the headers or reads the body.
+// The timer runs on cpprestsdk's own thread pool: no thread of ours waits on it.
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::milliseconds limit) : limit_(limit) {
+    if (limit_ <= std::chrono::milliseconds::zero()) return;
+    state_ = std::make_shared<State>(crossplat::threadpool::shared_instance().service());
+    state_->timer.expires_after(limit_);
+    state_->timer.async_wait([state = state_](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: the request ended first
+      state->fired = true;
+      state->cancel.cancel();
+    });
+  }
+  ~Deadline() {
+    if (state_) state_->timer.cancel();
+  }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+  Deadline(Deadline&&) = delete;
+  Deadline& operator=(Deadline&&) = delete;
+
+  pplx::cancellation_token token() const {
+    return state_ ? state_->cancel.get_token() : pplx::cancellation_token::none();
+  }
+  bool passed() const { return state_ && state_->fired.load(); }
+  TransportError Error(const std::string& what) const {
+    return {kReasonTimeout,
+            what + ": timed out (deadline of " + std::to_string(limit_.count()) + " ms)"};
+  }
+
+ private:
+  struct State {
+    explicit State(boost::asio::io_context& io) : timer(io) {}
+    boost::asio::steady_timer timer;
+    pplx::cancellation_token_source cancel;
+    std::atomic<bool> fired{false};
+  };
+  std::chrono::milliseconds limit_;
+  std::shared_ptr<State> state_;
+};
 
 // Sets TCP keepalive on the connection's socket. cpprestsdk calls this before each request, on a
 // socket that is open (a pooled connection) or not yet (a new one, which we open here so the
@@ -187,18 +233,21 @@ class CpprestTransport final : public Transport {
 
   HttpResponse Send(const HttpRequest& request) override {
     const std::string what = Describe(request, config_.server);
+    const Deadline deadline(request.deadline);  // over both attempts
     for (int attempt = 0;; ++attempt) {
       const Credentials creds = CurrentCredentials(what);
       auto client = SharedClient(creds);
       HttpResponse out;
       try {
-        http::http_response response = client->request(Build(request, creds)).get();
+        http::http_response response =
+            client->request(Build(request, creds), deadline.token()).get();
         out.status = response.status_code();
         out.retry_after = RetryAfter(response);
         out.body = ReadAll(response, what);
       } catch (const TransportError&) {
         throw;
       } catch (const std::exception& e) {
+        if (deadline.passed()) throw deadline.Error(what);
         throw ToTransportError(e, what);
       }
       if (out.status == 401 && attempt == 0 && Refreshed(creds)) continue;
@@ -285,7 +334,7 @@ class CpprestTransport final : public Transport {
   http::http_request Build(const HttpRequest& request, const Credentials& creds) const {
     http::http_request r(http::method(request.method));
     r.set_request_uri(web::uri(request.path));
-    r.headers().add("Accept", "application/json");
+    r.headers().add("Accept", request.accept.empty() ? "application/json" : request.accept);
     r.headers().add("User-Agent", options_.user_agent);
     if (!creds.token.empty()) r.headers().add("Authorization", "Bearer " + creds.token);
     // cpprestsdk verifies the server's name against the Host header when there is one.

@@ -76,6 +76,29 @@ TEST_F(ClientTest, NonJsonSuccessIsAnError) {
   EXPECT_EQ(r.error().reason, "InvalidResponse");
 }
 
+TEST_F(ClientTest, GetTextReturnsTheBodyAsItCame) {
+  transport_->Reply(200, "# HELP up\nup 1\n");
+  auto r = client_->GetText("/api/v1/namespaces/ns/pods/w-0:8000/proxy/metrics",
+                            "text/plain;version=0.0.4", std::chrono::milliseconds(2000));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "# HELP up\nup 1\n");
+  ASSERT_EQ(transport_->requests.size(), 1U);
+  EXPECT_EQ(transport_->requests[0].path, "/api/v1/namespaces/ns/pods/w-0:8000/proxy/metrics");
+  EXPECT_EQ(transport_->requests[0].accept, "text/plain;version=0.0.4");
+  EXPECT_EQ(transport_->requests[0].deadline, std::chrono::milliseconds(2000));
+}
+
+TEST_F(ClientTest, GetTextErrorsDecodeStatus) {
+  transport_->Reply(503, R"({"kind":"Status","code":503,"reason":"ServiceUnavailable",
+      "message":"error trying to reach service: dial tcp 10.0.0.5:8000: connect: connection refused"})");
+  auto r = client_->GetText("/api/v1/namespaces/ns/pods/w-0:8000/proxy/metrics", "", {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, 503);
+  EXPECT_THAT(r.error().message, HasSubstr("connection refused"));
+  EXPECT_FALSE(client_->GetText("metrics", "", {}));  // not under the root: refused unsent
+  EXPECT_EQ(transport_->requests.size(), 1U);
+}
+
 TEST_F(ClientTest, ListQueryIsEncoded) {
   transport_->Reply(200, R"({"metadata":{"resourceVersion":"7"},"items":[]})");
   ListOptions o;

@@ -6,15 +6,16 @@
 
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "local_http_server.h"
 
 namespace eoc::kube {
 namespace {
 
+using eoc::testing::LocalHttpServer;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
-using testing::LocalHttpServer;
 
 std::shared_ptr<CredentialSource> Credentials(const RestConfig& cfg) {
   return MakeCredentialSource(cfg, RealClock());
@@ -55,6 +56,49 @@ TEST(CpprestTransport, EveryCallHasATimeout) {
     EXPECT_EQ(e.status().reason, kReasonTimeout);
     EXPECT_THAT(e.what(), HasSubstr("GET " + server.url() + "/api"));
   }
+}
+
+TEST(CpprestTransport, ADeadlineCutsAnAnswerThatTricklesIn) {
+  // One byte every 100 ms: the inactivity timeout (30 s) never fires, the deadline does.
+  LocalHttpServer server([](LocalHttpServer& s, int fd, const std::string&) {
+    LocalHttpServer::Write(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+    while (!s.stopping() && send(fd, "x", 1, MSG_NOSIGNAL) == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  auto t = MakeTransport(server.url());
+  HttpRequest request{"GET", "/metrics", "", ""};
+  request.accept = "text/plain;version=0.0.4";
+  request.deadline = std::chrono::milliseconds(500);
+  try {
+    t->Send(request);
+    FAIL() << "expected the deadline to cut the answer";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.status().reason, kReasonTimeout);
+    EXPECT_THAT(e.what(), HasSubstr("deadline of 500 ms"));
+  }
+  ASSERT_EQ(server.heads().size(), 1U);
+  EXPECT_THAT(server.heads()[0], ContainsRegex("Accept: ?text/plain;version=0.0.4"));
+}
+
+TEST(CpprestTransport, ADeadlineCutsAWaitForTheHeaders) {
+  LocalHttpServer server([](LocalHttpServer& s, int, const std::string&) { s.HoldUntilStopped(); });
+  auto t = MakeTransport(server.url());
+  HttpRequest request{"GET", "/metrics", "", ""};
+  request.deadline = std::chrono::milliseconds(300);
+  try {
+    t->Send(request);
+    FAIL() << "expected the deadline to cut the wait";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.status().reason, kReasonTimeout);
+  }
+  // A request that ends in time is not cut later: the timer goes with it.
+  LocalHttpServer ok([](LocalHttpServer&, int fd, const std::string&) {
+    LocalHttpServer::Write(fd, kOkHead + "Content-Length: 2\r\n\r\n{}");
+  });
+  auto t2 = MakeTransport(ok.url());
+  request.deadline = std::chrono::milliseconds(5000);
+  EXPECT_EQ(t2->Send(request).body, "{}");
 }
 
 TEST(CpprestTransport, RefusesAnswersOverTheLimit) {

@@ -1,6 +1,6 @@
-// An HTTP server on 127.0.0.1 for transport tests, a thread per connection: each handler writes
-// whatever raw bytes (well-formed or not) the test needs, and may hold the connection open until
-// the server stops.
+// An HTTP server on 127.0.0.1 for client tests (the kube transport, the scrape fetchers), a thread
+// per connection: each handler writes whatever raw bytes (well-formed or not) the test needs, and
+// may hold the connection open until the server stops.
 #pragma once
 
 #include <arpa/inet.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace eoc::kube::testing {
+namespace eoc::testing {
 
 class LocalHttpServer {
  public:
@@ -138,4 +138,4 @@ class LocalHttpServer {
   std::vector<std::string> heads_;
 };
 
-}  // namespace eoc::kube::testing
+}  // namespace eoc::testing
