@@ -4,8 +4,9 @@ bench/results/routing.md: a table of every benchmark (the median of its repetiti
 run) and one line per goal.
     python3 bench/routing_table.py FILE.json >>bench/results/routing.md
 """
-import json
 import sys
+
+from gbench_json import figures
 
 # The keys of a benchmark entry that are not its user counters.
 NOT_COUNTERS = {
@@ -13,18 +14,6 @@ NOT_COUNTERS = {
     "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
     "aggregate_name", "aggregate_unit", "error_occurred", "error_message", "label",
 }
-
-
-def figures(path):
-    """Each benchmark's entry by run name, in the file's order: the median when it has one."""
-    with open(path, encoding="utf-8") as f:
-        entries = json.load(f)["benchmarks"]
-    by_name = {}
-    for entry in entries:
-        if entry.get("run_type") == "aggregate" and entry.get("aggregate_name") != "median":
-            continue
-        by_name[entry["run_name"]] = entry  # a median comes after the runs it summarises
-    return by_name
 
 
 def number(value):

@@ -4,23 +4,13 @@ bench/results/signals.md: a table of every benchmark (the median of its repetiti
 per page comparing the engine map's families with all.
     python3 bench/signals_table.py FILE.json >>bench/results/signals.md
 """
-import json
 import sys
 
-
-def figures(path):
-    with open(path, encoding="utf-8") as f:
-        entries = json.load(f)["benchmarks"]
-    by_label = {}
-    for entry in entries:
-        if entry.get("run_type") == "aggregate" and entry.get("aggregate_name") != "median":
-            continue
-        by_label[entry.get("label") or entry["run_name"]] = entry
-    return by_label
+from gbench_json import figures
 
 
 def main(path):
-    by_label = figures(path)
+    by_label = figures(path, key=lambda entry: entry.get("label") or entry["run_name"])
     print("| page / kept | page bytes | samples | kept | CPU time per page | MB/s | "
           "ns per sample |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
