@@ -24,8 +24,8 @@ prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& registry, con
 
 ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
     : busyness_(Gauge(registry, "eoc_worker_busyness",
-                      "A worker's scraped (running + waiting) / max concurrency, or its KV-cache "
-                      "use when higher: 0 idle, 1 and more saturated.")),
+                      "A worker's scraped (running + waiting) / max concurrency (when unknown: / "
+                      "256, or its KV-cache use if higher): 0 idle, 1 and more saturated.")),
       running_(Gauge(registry, "eoc_worker_running_requests",
                      "Requests a worker's engine is running, as last scraped.")),
       waiting_(Gauge(registry, "eoc_worker_waiting_requests",
