@@ -116,7 +116,7 @@ class ScrapeLoopTest : public ::testing::Test {
   void TearDown() override { loop_.Stop(); }
 
   // A pool of workers 0..n-1 (or `which`), scraped every `interval`; in the directory too.
-  ScrapePool Pool(std::vector<int> which, seconds interval = seconds(5)) {
+  ScrapePool Pool(const std::vector<int>& which, seconds interval = seconds(5)) {
     ScrapePool pool{.key = kPool, .interval = interval, .timeout = seconds(2)};
     std::vector<routing::Worker> workers;
     for (int i : which) {
@@ -181,7 +181,7 @@ TEST_F(ScrapeLoopTest, ScrapesEveryWorkerEveryInterval) {
   EXPECT_DOUBLE_EQ(*state_->Busyness(Key(1)), 0.5);
   for (int round = 2; round <= 4; ++round) {
     ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (round - 1)));
-    ASSERT_TRUE(AwaitScrapes(2U * round));
+    ASSERT_TRUE(AwaitScrapes(std::uint64_t{2} * static_cast<std::uint64_t>(round)));
     EXPECT_EQ(Summary().rounds, static_cast<std::uint64_t>(round));
     EXPECT_EQ(fetcher_.Requests(Address(1)), round);
   }
@@ -211,7 +211,7 @@ TEST_F(ScrapeLoopTest, AFailingWorkerIsUnavailableAndTheOthersAreScrapedOnTime) 
   for (int i : {1, 2, 3, 4}) EXPECT_TRUE(*state_->HasRoom(Key(i), 16)) << i;
   for (int round = 2; round <= 3; ++round) {
     ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (round - 1)));
-    ASSERT_TRUE(AwaitScrapes(4U * round));
+    ASSERT_TRUE(AwaitScrapes(std::uint64_t{4} * static_cast<std::uint64_t>(round)));
     EXPECT_EQ(fetcher_.Requests(Address(0)), round);
     EXPECT_EQ(fetcher_.Requests(Address(1)), round);
     EXPECT_EQ(fetcher_.Requests(Address(2)), 1);  // still out: not fetched twice

@@ -372,19 +372,19 @@ TEST_F(PoolStateTest, AScrapeKeepsThePicksMadeWhileItWasInFlight) {
   // The page: 1 running, 90 blocks free.
   ASSERT_TRUE(state_->ObserveLoad(KeyOf(0), LoadOf(1, 90), now_, *mark));
   EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.03);
-  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 70 * 16));
-  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 71 * 16));
+  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 70 * 16LL));
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 71 * 16LL));
   // Without a mark, everything starts again from the page.
   Observe(0, LoadOf(1, 90));
   EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.01);
-  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 90 * 16));
+  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 90 * 16LL));
   // A mark from before a later scrape: all counted since that scrape are kept.
   const std::optional<ScrapeMark> old = state_->MarkScrape(KeyOf(0));
   Observe(0, LoadOf(1, 90));
   ASSERT_TRUE(Pick({}).picked());
   ASSERT_TRUE(state_->ObserveLoad(KeyOf(0), LoadOf(1, 90), now_, *old));
   EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.02);
-  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 81 * 16));
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 81 * 16LL));
   EXPECT_FALSE(state_->MarkScrape(KeyOf(7)).has_value());
 }
 
