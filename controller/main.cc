@@ -1,7 +1,8 @@
 // eoc-controller: the operator's process. It runs the InferencePool controller (informers over
-// pools, worker pods and nodes; the reconciler that keeps each pool's workers and publishes its
-// status), leader election on a Lease, and the HTTP endpoints /metrics, /healthz and /readyz; it
-// stops cleanly on SIGTERM or SIGINT, handing the Lease back.
+// pools, worker pods and nodes; the reconciler that keeps each pool's workers and routing state
+// and publishes its status), the scrape loop (every replica scrapes every worker), leader election
+// on a Lease, and the HTTP endpoints /metrics, /healthz and /readyz; it stops cleanly on SIGTERM
+// or SIGINT, handing the Lease back.
 //
 //   eoc-controller --kubeconfig ~/.kube/config --leader-elect --metrics-bind-address :8080
 #include <unistd.h>
@@ -14,9 +15,14 @@
 #include "controller/kube_metrics.h"
 #include "controller/pool_controller.h"
 #include "controller/pool_metrics.h"
+#include "controller/scrape/apiserver_proxy_fetcher.h"
+#include "controller/scrape/direct_fetcher.h"
+#include "controller/scrape_loop.h"
+#include "controller/scrape_metrics.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
+#include "routing/pool_directory.h"
 #include "server/handlers.h"
 #include "server/server.h"
 #include "telemetry/logging.h"
@@ -38,7 +44,13 @@ struct Flags {
   std::string health_probe_bind_address = ":8081";
   int informer_stale_after_seconds = 60;
   bool readyz_requires_fresh_caches = false;
+  double scrape_proxy_qps = 250;
+  int scrape_proxy_burst = 250;
+  int scrape_max_in_flight = 64;
 };
+
+// The sessions of every pool together (the pick endpoint's issue makes this --max-sessions-total).
+constexpr std::size_t kMaxSessionsTotal = 4'000'000;
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
@@ -69,6 +81,20 @@ int Run(const Flags& flags) {
   eoc::controller::PoolMetrics pool_metrics(metrics.registry());
   eoc::server::ReadinessChecks readiness;
 
+  // Each valid pool's routing state, for the pick path; written by the reconciler, loaded by the
+  // scrape loop. Every replica scrapes every worker of every pool (each needs live load for its
+  // own picks), through the fetcher its spec.metrics.access names.
+  eoc::routing::SessionBudget session_budget(kMaxSessionsTotal);
+  eoc::routing::PoolDirectory directory(session_budget);
+  eoc::controller::DirectFetcher direct_fetcher(
+      {.max_in_flight = static_cast<std::size_t>(flags.scrape_max_in_flight)});
+  const auto proxy_fetcher = eoc::controller::ApiServerProxyFetcher::Create(
+      config, {.qps = flags.scrape_proxy_qps, .burst = flags.scrape_proxy_burst});
+  eoc::controller::ScrapeMetrics scrape_metrics(metrics.registry());
+  eoc::controller::ScrapeLoop scrape_loop({.direct = &direct_fetcher, .proxy = proxy_fetcher.get()},
+                                          {.directory = &directory, .metrics = &scrape_metrics},
+                                          eoc::RealClock());
+
   // Leader-only writers ask the elector, immediately before each write, whether the Lease is held
   // at that moment. `elector` is set below before any writer can write: events are recorded and
   // statuses written only once pools.Start() or the elector's own thread has begun.
@@ -82,7 +108,7 @@ int Run(const Flags& flags) {
       client, recorder,
       {.namespaces = flags.namespaces,
        .workers = flags.reconcile_workers,
-       .reconcile = {.fence = fence},
+       .reconcile = {.fence = fence, .directory = &directory, .scrape = &scrape_loop},
        .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds)},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
@@ -142,6 +168,7 @@ int Run(const Flags& flags) {
         *elector_client, lc, callbacks,
         kube::LeaderElectorDeps{.metrics = &kube_metrics.Leader(lc.lease_name)});
   }
+  scrape_loop.Start();
   pools.Start();
   if (elector) {
     elector->Start();
@@ -153,6 +180,7 @@ int Run(const Flags& flags) {
   log.Info("stopping", {{"signal", signal}});
   if (elector) elector->Stop();  // hands the Lease back first, so a successor starts at once
   pools.Stop();
+  scrape_loop.Stop();
   if (metrics_server) metrics_server->Stop();
   health_server->Stop();
   log.Info("stopped");
@@ -192,5 +220,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--readyz-requires-fresh-caches", f.readyz_requires_fresh_caches,
                "make a stale cache fail /readyz (default: shown in /readyz?verbose only)");
+  app.add_option("--scrape-max-in-flight", f.scrape_max_in_flight,
+                 "workers' metrics pages fetched at once (spec.metrics.access Direct)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--scrape-proxy-qps", f.scrape_proxy_qps,
+                 "requests per second to the API server's pods/proxy for scrapes "
+                 "(spec.metrics.access APIServerProxy; apart from --kube-api-qps)")
+      ->check(CLI::Range(1.0, 10000.0))
+      ->capture_default_str();
+  app.add_option("--scrape-proxy-burst", f.scrape_proxy_burst, "burst of those requests")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

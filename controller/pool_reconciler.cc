@@ -86,6 +86,7 @@ void PoolReconciler::Forget(const std::string& key) {
     known = records_.erase(key) > 0;
   }
   if (options_.directory != nullptr) options_.directory->Remove(key);
+  if (options_.scrape != nullptr) options_.scrape->RemovePool(key);
   if (!known) return;
   const auto slash = key.find('/');
   if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
@@ -119,6 +120,10 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   }
   if (options_.directory != nullptr && pool.errors.empty()) {
     UpdatePoolDirectory(*options_.directory, pool, workers->workers, clock_.Now());
+  }
+  // After the directory, so that the loop's first scrapes find the pool's state (and its marks).
+  if (options_.scrape != nullptr && pool.errors.empty()) {
+    options_.scrape->SetPool(ScrapePoolOf(pool, workers->workers));
   }
   if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
   if (!leading_.load()) return Done();

@@ -26,6 +26,7 @@
 #include "api/inference_pool.h"
 #include "common/clock.h"
 #include "controller/pool_metrics.h"
+#include "controller/scrape_pool.h"
 #include "controller/workers.h"
 #include "kube/client.h"
 #include "kube/controller.h"
@@ -102,6 +103,9 @@ struct PoolReconcilerOptions {
   // Where the pick path finds each valid pool's routing state (written by every replica, as
   // pools come, go, or change); null: none. Must outlive the reconciler.
   routing::PoolDirectory* directory = nullptr;
+  // Where each valid pool's scrape targets go (the scrape loop, every replica), whenever the pool
+  // is reconciled; null: none. Must outlive the reconciler; never blocks.
+  ScrapePools* scrape = nullptr;
 };
 
 class PoolReconciler final : public kube::Reconciler {

@@ -110,6 +110,7 @@ void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePo
     for (const Worker& worker : snapshot->workers()) {
       auto it = cells_.find(worker.key);
       auto cell = it != cells_.end() ? it->second : std::make_shared<WorkerCell>();
+      if (it == cells_.end()) cell->epoch = ++observations_;
       cells.emplace(worker.key, cell);
       next.cells.push_back(std::move(cell));
     }
@@ -178,11 +179,28 @@ void PoolState::Retire() {
 }
 
 bool PoolState::ObserveLoad(WorkerKey worker, const Load& load, TimePoint now) {
+  return Observe(worker, load, now, nullptr);
+}
+
+bool PoolState::ObserveLoad(WorkerKey worker, const Load& load, TimePoint now,
+                            const ScrapeMark& since) {
+  return Observe(worker, load, now, &since);
+}
+
+std::optional<ScrapeMark> PoolState::MarkScrape(WorkerKey worker) {
+  const std::lock_guard lock(update_mu_);
+  const auto it = cells_.find(worker);
+  if (it == cells_.end()) return std::nullopt;
+  return it->second->Mark();
+}
+
+bool PoolState::Observe(WorkerKey worker, const Load& load, TimePoint now,
+                        const ScrapeMark* since) {
   {
     const std::lock_guard lock(update_mu_);
     const auto it = cells_.find(worker);
     if (it == cells_.end()) return false;
-    it->second->Observe(load);
+    it->second->Observe(load, since, ++observations_);
   }
   capacity_epoch_.fetch_add(1, std::memory_order_acq_rel);
   ReleaseWaiting(now);

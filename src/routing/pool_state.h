@@ -8,6 +8,9 @@
 //   eoc::routing::PoolState pool(options, budget);
 //   pool.SetSnapshot(PoolSnapshot::Build(workers, generation, strategy), now);  // each generation
 //   pool.ObserveLoad(worker_key, load, now);                    // each scrape of a worker
+//   // or, for a scrape that takes a while, keeping the picks made while it was in flight:
+//   std::optional<ScrapeMark> mark = pool.MarkScrape(worker_key);  // as the fetch starts
+//   pool.ObserveLoad(worker_key, load, now, *mark);                 // with its answer
 //   // a pick (any thread, no pool-wide lock):
 //   PickOutcome out = pool.Pick(request, rng(), now, {.deadline = d, .done = answer_later});
 //   if (out.status == PickStatus::kPicked) out.worker().address;   // reason: out.reason
@@ -152,6 +155,13 @@ class PoolState {
   // it since the last scrape start again from 0. Unknown keys are ignored (false). Offers any
   // capacity that appeared to waiting picks.
   bool ObserveLoad(WorkerKey worker, const Load& load, TimePoint now);
+  // The same for a scrape that began at `since` (MarkScrape, taken as its fetch started): the
+  // picks and blocks sent after the mark were in flight with the fetch, so the page does not show
+  // them, and they keep counting against the new load (a worker's load is only replaced by a
+  // newer scrape's, so a mark from before a later scrape keeps every count).
+  bool ObserveLoad(WorkerKey worker, const Load& load, TimePoint now, const ScrapeMark& since);
+  // Where a scrape of `worker` starts from; nullopt for a worker not in the snapshot.
+  std::optional<ScrapeMark> MarkScrape(WorkerKey worker);
 
   // Picks now, or waits as `wait` says (see above). Thread-safe; `random` must be fresh uniform
   // 64 bits per pick. When it answers kQueued, `wait.done` may already have been called (capacity
@@ -213,6 +223,8 @@ class PoolState {
 
   std::mutex update_mu_;  // serialises SetSnapshot, Reconfigure and ObserveLoad
   std::unordered_map<WorkerKey, std::shared_ptr<WorkerCell>> cells_;  // guarded by update_mu_
+  std::uint64_t observations_ = 0;  // numbers cells' epochs, unique per cell; under update_mu_
+  bool Observe(WorkerKey worker, const Load& load, TimePoint now, const ScrapeMark* since);
 
   WaitingPicks waiting_;
   std::atomic<TimePoint::rep> last_sweep_{0};

@@ -14,17 +14,44 @@ std::int64_t WorkerCell::RoomIn(std::uint64_t budget) {
   return static_cast<std::int64_t>(budget >> 32U) - static_cast<std::int64_t>(budget & kHalf);
 }
 
-void WorkerCell::Observe(const Load& load) {
+ScrapeMark WorkerCell::Mark() const {
+  return {.epoch = epoch,
+          .picks = picks.load(std::memory_order_relaxed),
+          .blocks = static_cast<std::int64_t>(kv_budget.load(std::memory_order_relaxed) & kHalf)};
+}
+
+void WorkerCell::Observe(const Load& load, const ScrapeMark* since, std::uint64_t next_epoch) {
   if (!load.available) {
     block_size.store(0, std::memory_order_relaxed);
     return;
   }
+  const bool same = since != nullptr && since->epoch == epoch;
   const bool kv_known = load.block_size > 0 && load.kv_blocks_total > 0;
   queued.store(std::max(0.0, load.running + load.waiting), std::memory_order_relaxed);
   kv_cache_usage.store(load.kv_cache_usage, std::memory_order_relaxed);
   block_size.store(kv_known ? load.block_size : 0, std::memory_order_relaxed);
-  kv_budget.store(BudgetOf(kv_known ? load.kv_blocks_free : 0), std::memory_order_relaxed);
-  picks.store(0, std::memory_order_relaxed);
+  // The blocks sent after the mark stay charged against the new free blocks (one swap, so a
+  // reservation racing the scrape either lands before it and is kept, or retries after it).
+  const std::uint64_t free_budget = BudgetOf(kv_known ? load.kv_blocks_free : 0);
+  std::uint64_t word = kv_budget.load(std::memory_order_relaxed);
+  std::uint64_t next = 0;
+  do {
+    const auto sent = static_cast<std::int64_t>(word & kHalf);
+    std::int64_t keep = 0;
+    if (same) {
+      keep = std::max<std::int64_t>(0, sent - since->blocks);
+    } else if (since != nullptr) {
+      keep = sent;
+    }
+    next = free_budget + static_cast<std::uint64_t>(kv_known ? keep : 0);
+  } while (!kv_budget.compare_exchange_weak(word, next, std::memory_order_relaxed));
+  if (same) {
+    picks.fetch_sub(std::min(since->picks, picks.load(std::memory_order_relaxed)),
+                    std::memory_order_relaxed);
+  } else if (since == nullptr) {
+    picks.store(0, std::memory_order_relaxed);
+  }
+  epoch = next_epoch;
 }
 
 std::int64_t WorkerCell::BlocksFor(std::int64_t tokens) const {

@@ -4,7 +4,8 @@
 // in share it (by key), so a new snapshot keeps the worker's counts.
 //
 //   WorkerCell cell;
-//   cell.Observe(load);                        // each scrape (PoolState serialises these)
+//   ScrapeMark mark = cell.Mark();             // as a scrape's fetch starts
+//   cell.Observe(load, &mark, next_epoch);     // its answer (PoolState serialises these)
 //   if (cell.HasRoom(tokens, budget)) ...      // the KV-block budget (PoolState's "room")
 //   if (cell.Reserve(tokens, budget, hook)) ...  // takes the pick and its blocks, or nothing
 //   cell.Busyness(max_concurrency)            // scraped running + waiting + picks since
@@ -17,6 +18,16 @@
 #include "routing/worker.h"
 
 namespace eoc::routing {
+
+// Where a scrape of a worker began (PoolState::MarkScrape): which observation the cell's counts
+// were then counted from, and the picks and KV blocks this replica had sent since it. The picks
+// sent after the mark were made while the fetch was in flight, so the page cannot show them:
+// ObserveLoad keeps them.
+struct ScrapeMark {
+  std::uint64_t epoch = 0;
+  std::int64_t picks = 0;
+  std::int64_t blocks = 0;
+};
 
 // Cache-line aligned: each pick writes one worker's cell.
 struct alignas(64) WorkerCell {
@@ -39,10 +50,18 @@ struct alignas(64) WorkerCell {
   // Free blocks minus blocks sent.
   static std::int64_t RoomIn(std::uint64_t budget);
 
-  // A scrape: an available load replaces the last, and the counts since start again from 0. An
-  // unavailable one (no fresh data) makes the budget ignore the worker until data returns; its
-  // picks keep counting from the last scrape that had data.
-  void Observe(const Load& load);
+  // Which observation the counts are since; written by Observe, read by Mark (PoolState
+  // serialises both under its update lock).
+  std::uint64_t epoch = 0;
+
+  // The counts now, for a scrape about to start.
+  ScrapeMark Mark() const;
+  // A scrape: an available load replaces the last and becomes observation `next_epoch`. The
+  // counts since start again from what was sent after `since` (the picks the page cannot show), or
+  // from 0 without a mark; a mark from before another observation keeps every count (all were
+  // sent after that one). An unavailable load (no fresh data) makes the budget ignore the worker
+  // until data returns; its picks keep counting from the last scrape that had data.
+  void Observe(const Load& load, const ScrapeMark* since, std::uint64_t next_epoch);
 
   // The blocks a request of `tokens` needs here; 0 when the worker reports no KV data.
   std::int64_t BlocksFor(std::int64_t tokens) const;

@@ -70,6 +70,13 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
   } else if (const auto* models = find(kModelsAnnotation); models != nullptr && !models->empty()) {
     options.model = models->substr(0, models->find(','));
   }
+  if (const auto* fault = find(kMetricsFaultAnnotation)) {
+    if (auto f = ParseMetricsFault(*fault)) {
+      options.metrics_fault = *f;
+    } else {
+      problem(kMetricsFaultAnnotation, *fault);
+    }
+  }
   if (const auto* dcgm = find(kDcgmAnnotation)) {
     if (*dcgm == "true" || *dcgm == "false") {
       options.dcgm = *dcgm == "true";
@@ -105,7 +112,11 @@ FakeWorker::FakeWorker(FakeWorkerOptions options)
 
 FakeWorker::~FakeWorker() { Stop(); }
 
-void FakeWorker::Start() { server_->Start(); }
+void FakeWorker::Start() {
+  if (options_.metrics_fault == MetricsFault::kNone) return server_->Start();
+  faulty_ = std::make_unique<FaultyMetricsServer>(options_.address, options_.metrics_fault);
+  faulty_->Start();
+}
 
 void FakeWorker::Stop() {
   {
@@ -113,10 +124,11 @@ void FakeWorker::Stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  if (faulty_) faulty_->Stop();
   server_->Stop();
 }
 
-std::uint16_t FakeWorker::port() const { return server_->port(); }
+std::uint16_t FakeWorker::port() const { return faulty_ ? faulty_->port() : server_->port(); }
 
 std::string FakeWorker::endpoint() const {
   return server::ParseHostPort(options_.address).host + ":" + std::to_string(port());

@@ -21,6 +21,8 @@
 // The node agent configures a pod's worker from the pod's annotations (ApplyAnnotations below):
 //   fake.eoc.dev/engine: sglang   fake.eoc.dev/delay-ms: "250"   fake.eoc.dev/model: llama
 //   fake.eoc.dev/dcgm: "true"
+//   fake.eoc.dev/metrics-fault: hang | trickle | huge | garbage  (faulty_metrics_server.h: the
+//   worker then answers every request on its address with that fault, completions included)
 //
 // Limitation: the server's handlers are synchronous and run on its I/O threads, so the completion
 // delay sleeps in the handler. A worker serves at most `threads` delayed requests at once; more
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "fake_metrics.h"
+#include "faulty_metrics_server.h"
 
 namespace eoc::server {
 class HttpServer;
@@ -62,6 +65,8 @@ struct FakeWorkerOptions {
   // Report `running` as load.running plus the completions being answered right now, so that real
   // traffic shows up in the load a scraper reads.
   bool count_in_flight = false;
+  // Not kNone: a FaultyMetricsServer with this fault listens on the address instead.
+  MetricsFault metrics_fault = MetricsFault::kNone;
 };
 
 // Pod annotations that configure a pod's fake worker (the node agent reads them).
@@ -70,6 +75,7 @@ inline constexpr const char* kEngineAnnotation = "fake.eoc.dev/engine";   // vll
 inline constexpr const char* kDelayAnnotation = "fake.eoc.dev/delay-ms";  // completion delay
 inline constexpr const char* kModelAnnotation = "fake.eoc.dev/model";     // the model served
 inline constexpr const char* kDcgmAnnotation = "fake.eoc.dev/dcgm";       // "true": DCGM series
+inline constexpr const char* kMetricsFaultAnnotation = "fake.eoc.dev/metrics-fault";
 // The operator's own list of models a pod serves: its first entry is the fake worker's model when
 // fake.eoc.dev/model is absent.
 inline constexpr const char* kModelsAnnotation = "eoc.dev/models";
@@ -129,7 +135,8 @@ class FakeWorker {
   bool stopping_ = false;            // guarded by mu_
   std::atomic<std::uint64_t> served_{0};
   std::atomic<std::int64_t> in_flight_{0};
-  std::unique_ptr<server::HttpServer> server_;  // last: stopped before the rest goes
+  std::unique_ptr<FaultyMetricsServer> faulty_;  // with a metrics fault, in the server's place
+  std::unique_ptr<server::HttpServer> server_;   // last: stopped before the rest goes
 };
 
 }  // namespace eoc::testing

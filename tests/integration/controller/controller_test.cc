@@ -1,10 +1,7 @@
 // The eoc-controller binary against the real API server: readiness, metrics that promtool
 // accepts, the Lease, its Event, and a clean stop that hands the Lease back.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +13,7 @@
 #include "crds.h"
 #include "eventually.h"
 #include "files.h"
+#include "http_get.h"
 #include "kube/client.h"
 #include "manifests.h"
 #include "node_agent.h"
@@ -29,52 +27,10 @@ using testing::ChildProcess;
 using testing::ControlPlane;
 using ::testing::HasSubstr;
 
-// A port nothing listens on right now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return 0;
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::FreePort;
+using testing::HttpAnswer;
 
-struct HttpAnswer {
-  int status = 0;  // 0: no answer
-  std::string body;
-};
-
-// One GET on 127.0.0.1:port with Connection: close.
-HttpAnswer Get(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  HttpAnswer answer;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return answer;
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  (void)send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string raw;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) raw.append(buf, static_cast<std::size_t>(n));
-  close(fd);
-  if (raw.rfind("HTTP/1.1 ", 0) != 0) return answer;
-  answer.status = std::stoi(raw.substr(9, 3));
-  const auto body = raw.find("\r\n\r\n");
-  if (body != std::string::npos) answer.body = raw.substr(body + 4);
-  return answer;
-}
+HttpAnswer Get(int port, const std::string& path) { return testing::HttpGet(port, path); }
 
 using testing::Eventually;
 

@@ -323,5 +323,41 @@ TEST_F(PoolReconcilerTest, ADeletedPoolIsForgotten) {
   EXPECT_EQ(client_.writes.size(), 1U);  // nothing written about a pool that is gone
 }
 
+// What the scrape loop is handed, as the reconciler hands it.
+class RecordingScrapePools final : public ScrapePools {
+ public:
+  void SetPool(ScrapePool pool) override { set.push_back(std::move(pool)); }
+  void RemovePool(const std::string& key) override { removed.push_back(key); }
+  std::vector<ScrapePool> set;
+  std::vector<std::string> removed;
+};
+
+// Every replica, leader or not, hands each valid pool's targets to the scrape loop at each
+// reconcile, leaves the last ones when the spec turns invalid, and takes them away with the pool.
+TEST_F(PoolReconcilerTest, EveryReplicaFeedsTheScrapeLoop) {
+  RecordingScrapePools scrape;
+  PoolReconcilerOptions options = options_;
+  options.scrape = &scrape;
+  PoolReconciler follower(store_, client_, events_, options, clock_, nullptr);
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  ASSERT_TRUE(follower.Reconcile(kKey).ok());
+  ASSERT_EQ(scrape.set.size(), 1U);
+  EXPECT_EQ(scrape.set[0].key, kKey);
+  ASSERT_EQ(scrape.set[0].targets.size(), 1U);
+  EXPECT_EQ(scrape.set[0].targets[0].address, "10.0.0.1:8000");
+  EXPECT_EQ(scrape.set[0].targets[0].pod, "prod/chat-a");
+  EXPECT_EQ(scrape.set[0].interval, std::chrono::seconds(5));
+  EXPECT_TRUE(client_.writes.empty());  // not leading: nothing written, still scraped
+
+  store_.PutPool(PoolJson("8", json::object()));  // invalid: the last targets stay
+  ASSERT_TRUE(follower.Reconcile(kKey).ok());
+  EXPECT_EQ(scrape.set.size(), 1U);
+
+  store_.DeletePool(kKey);
+  ASSERT_TRUE(follower.Reconcile(kKey).ok());
+  EXPECT_EQ(scrape.removed, std::vector<std::string>{kKey});
+}
+
 }  // namespace
 }  // namespace eoc::controller

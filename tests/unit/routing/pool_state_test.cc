@@ -357,6 +357,37 @@ TEST_F(PoolStateTest, UnavailableMetricsLiftTheBudgetUntilDataReturns) {
   EXPECT_EQ(Pick({}).status, PickStatus::kNoRoom);
 }
 
+// Picks made while a scrape's fetch was in flight are not on its page: they keep counting (picks
+// and KV blocks) against the load it brings; those made before the fetch started are on the page.
+TEST_F(PoolStateTest, AScrapeKeepsThePicksMadeWhileItWasInFlight) {
+  Start(Workers(1), Strategy::kLeastBusy);
+  Observe(0, LoadOf(0, 100));
+  ASSERT_TRUE(Pick({}).picked());  // before the fetch: 10 blocks, on the page
+  const std::optional<ScrapeMark> mark = state_->MarkScrape(KeyOf(0));
+  ASSERT_TRUE(mark.has_value());
+  EXPECT_EQ(mark->picks, 1);
+  EXPECT_EQ(mark->blocks, 10);
+  ASSERT_TRUE(Pick({}).picked());  // while it is in flight: 10 more, not on the page
+  ASSERT_TRUE(Pick({}).picked());
+  // The page: 1 running, 90 blocks free.
+  ASSERT_TRUE(state_->ObserveLoad(KeyOf(0), LoadOf(1, 90), now_, *mark));
+  EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.03);
+  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 70 * 16LL));
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 71 * 16LL));
+  // Without a mark, everything starts again from the page.
+  Observe(0, LoadOf(1, 90));
+  EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.01);
+  EXPECT_TRUE(*state_->HasRoom(KeyOf(0), 90 * 16LL));
+  // A mark from before a later scrape: all counted since that scrape are kept.
+  const std::optional<ScrapeMark> old = state_->MarkScrape(KeyOf(0));
+  Observe(0, LoadOf(1, 90));
+  ASSERT_TRUE(Pick({}).picked());
+  ASSERT_TRUE(state_->ObserveLoad(KeyOf(0), LoadOf(1, 90), now_, *old));
+  EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.02);
+  EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 81 * 16LL));
+  EXPECT_FALSE(state_->MarkScrape(KeyOf(7)).has_value());
+}
+
 TEST_F(PoolStateTest, AllZeroWeightsFallBackToTheLeastBusyWorkerWithRoom) {
   std::vector<Worker> workers = Workers(3, 0);
   workers[2].draining = true;

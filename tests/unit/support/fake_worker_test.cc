@@ -227,6 +227,22 @@ TEST(ApplyAnnotationsTest, ReadsWhatItCanAndNamesTheRest) {
   EXPECT_THAT(problems[0], HasSubstr("tgi"));
 }
 
+TEST(ApplyAnnotationsTest, AMetricsFaultIsChosenByName) {
+  std::vector<std::string> problems;
+  for (const auto& [name, fault] :
+       std::vector<std::pair<std::string, MetricsFault>>{{"hang", MetricsFault::kHang},
+                                                         {"trickle", MetricsFault::kTrickle},
+                                                         {"huge", MetricsFault::kHuge},
+                                                         {"garbage", MetricsFault::kGarbage}}) {
+    EXPECT_EQ(ApplyAnnotations({}, {{kMetricsFaultAnnotation, name}}, &problems).metrics_fault,
+              fault);
+  }
+  EXPECT_EQ(ApplyAnnotations({}, {{kMetricsFaultAnnotation, "slow"}}, &problems).metrics_fault,
+            MetricsFault::kNone);
+  ASSERT_EQ(problems.size(), 1U);
+  EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/metrics-fault"));
+}
+
 class FakeWorkerTest : public ::testing::Test {
  protected:
   void Start(FakeWorkerOptions options) {
@@ -245,6 +261,14 @@ class FakeWorkerTest : public ::testing::Test {
 
   std::unique_ptr<FakeWorker> worker_;
 };
+
+TEST_F(FakeWorkerTest, AFaultyWorkerAnswersGarbage) {
+  Start({.metrics_fault = MetricsFault::kGarbage});
+  const auto answer = Get("/metrics");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_THAT(answer->body, HasSubstr("not a metrics page"));
+}
 
 TEST_F(FakeWorkerTest, ServesMetricsWithTheValuesSet) {
   Start({.engine = Engine::kSglang, .model = "llama", .dcgm = true});

@@ -1,0 +1,273 @@
+#include "controller/scrape_loop.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "telemetry/logging.h"
+
+namespace eoc::controller {
+namespace {
+
+const telemetry::Logger& Log() {
+  static const telemetry::Logger log("scrape");
+  return log;
+}
+
+double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+struct ScrapeLoop::Arrival {
+  std::string pool;
+  routing::WorkerKey worker = 0;
+  std::uint64_t fetch = 0;
+  FetchResult result;
+  Clock::TimePoint at{};
+};
+
+// Shared with the fetchers' callbacks, which may outlive the loop: once closed, what they bring
+// is dropped.
+struct ScrapeLoop::Inbox {
+  explicit Inbox(Wakeup& w, const Clock& c) : wake(&w), clock(&c) {}
+
+  void Change(const std::string& key, std::optional<ScrapePool> pool) {
+    const std::lock_guard lock(mu);
+    if (closed) return;
+    changes.insert_or_assign(key, std::move(pool));
+    wake->Notify();
+  }
+  void Arrive(Arrival arrival) {
+    const std::lock_guard lock(mu);
+    if (closed) return;
+    arrival.at = clock->Now();
+    arrivals.push_back(std::move(arrival));
+    wake->Notify();
+  }
+  void Close() {
+    const std::lock_guard lock(mu);
+    closed = true;
+    wake = nullptr;
+    changes.clear();
+    arrivals.clear();
+  }
+
+  std::mutex mu;
+  bool closed = false;                                       // guarded by mu
+  Wakeup* wake;                                              // guarded by mu; null once closed
+  const Clock* const clock;                                  // read only while open
+  std::map<std::string, std::optional<ScrapePool>> changes;  // the latest per pool; by mu
+  std::vector<Arrival> arrivals;  // at most one per worker in flight; guarded by mu
+};
+
+ScrapeLoop::ScrapeLoop(ScrapeFetchers fetchers, ScrapeLoopOptions options, const Clock& clock)
+    : fetchers_(fetchers),
+      options_(options),
+      clock_(clock),
+      wake_(clock),
+      inbox_(std::make_shared<Inbox>(wake_, clock)) {}
+
+ScrapeLoop::~ScrapeLoop() { Stop(); }
+
+void ScrapeLoop::Start() {
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ScrapeLoop::Stop() {
+  stopping_ = true;
+  wake_.Notify();
+  if (thread_.joinable()) thread_.join();
+  inbox_->Close();
+}
+
+void ScrapeLoop::SetPool(ScrapePool pool) {
+  const std::string key = pool.key;
+  inbox_->Change(key, std::move(pool));
+}
+
+void ScrapeLoop::RemovePool(const std::string& key) { inbox_->Change(key, std::nullopt); }
+
+std::optional<ScrapeSummary> ScrapeLoop::Summary(const std::string& key) const {
+  const std::lock_guard lock(summary_mu_);
+  const auto it = summaries_.find(key);
+  if (it == summaries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ScrapeLoop::Run() {
+  while (!stopping_) {
+    const Wakeup::Ticket ticket = wake_.TakeTicket();
+    std::map<std::string, std::optional<ScrapePool>> changes;
+    std::vector<Arrival> arrivals;
+    {
+      const std::lock_guard lock(inbox_->mu);
+      changes.swap(inbox_->changes);
+      arrivals.swap(inbox_->arrivals);
+    }
+    for (auto& [key, pool] : changes) Apply(key, std::move(pool), clock_.Now());
+    for (Arrival& arrival : arrivals) Finish(std::move(arrival));
+    const Clock::TimePoint now = clock_.Now();
+    Clock::TimePoint next = Clock::TimePoint::max();
+    for (auto& [key, pool] : pools_) {
+      if (stopping_) return;
+      if (pool.next_round <= now) StartRound(key, pool, now);
+      next = std::min(next, pool.next_round);
+    }
+    wake_.SleepUntilNotified(next, ticket);
+  }
+}
+
+void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
+                       Clock::TimePoint now) {
+  if (!pool) {
+    if (pools_.erase(key) > 0 && options_.metrics != nullptr) options_.metrics->RemovePool(key);
+    const std::lock_guard lock(summary_mu_);
+    summaries_.erase(key);
+    return;
+  }
+  auto [it, added] = pools_.try_emplace(key);
+  PoolEntry& entry = it->second;
+  if (!added && entry.spec == *pool) return;
+  entry.map =
+      std::make_shared<const signals::EngineMap>(EngineMapOf(pool->engine, pool->generic_names));
+  std::unordered_map<routing::WorkerKey, WorkerState> workers;
+  workers.reserve(pool->targets.size());
+  for (const ScrapeTarget& target : pool->targets) {
+    auto old = entry.workers.find(target.key);
+    WorkerState state;
+    if (old != entry.workers.end()) {
+      state = std::move(old->second);
+      entry.workers.erase(old);
+    }
+    state.target = target;
+    workers.insert_or_assign(target.key, std::move(state));
+  }
+  for (const auto& [worker, gone] : entry.workers) {  // left the pool: their state and series go
+    if (options_.metrics != nullptr) options_.metrics->RemoveWorker(key, gone.target.pod);
+  }
+  entry.workers = std::move(workers);
+  if (added) {
+    entry.next_round = now;  // a new pool is scraped at once
+  } else if (entry.spec.interval != pool->interval) {
+    entry.next_round = entry.last_round ? *entry.last_round + pool->interval : now;
+  }
+  entry.spec = std::move(*pool);
+  Publish(key, entry);
+}
+
+void ScrapeLoop::StartRound(const std::string& key, PoolEntry& pool, Clock::TimePoint now) {
+  ++pool.rounds;
+  pool.last_round = now;
+  const Clock::TimePoint due = pool.next_round + pool.spec.interval;
+  pool.next_round = due > now ? due : now + pool.spec.interval;  // late: no catching up
+  MetricsFetcher* const fetcher =
+      pool.spec.access == api::MetricsAccess::kApiServerProxy ? fetchers_.proxy : fetchers_.direct;
+  const std::shared_ptr<routing::PoolState> state =
+      options_.directory != nullptr ? options_.directory->Find(key) : nullptr;
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::min(pool.spec.timeout, pool.spec.interval));
+  std::vector<std::pair<FetchRequest, MetricsFetcher::Callback>> fetches;
+  fetches.reserve(pool.workers.size());
+  for (auto& [worker, w] : pool.workers) {
+    if (w.in_flight) continue;  // the last round's fetch is still out: not twice at once
+    w.in_flight = true;
+    w.fetch = ++fetches_;
+    w.started = now;
+    w.state = state;
+    w.mark = state != nullptr ? state->MarkScrape(worker) : std::nullopt;
+    fetches.emplace_back(
+        FetchRequest{.pod = w.target.pod,
+                     .address = w.target.address,
+                     .path = pool.spec.path,
+                     .timeout = timeout},
+        [inbox = inbox_, key, worker = worker, fetch = w.fetch](FetchResult result) {
+          inbox->Arrive(
+              {.pool = key, .worker = worker, .fetch = fetch, .result = std::move(result)});
+        });
+  }
+  Publish(key, pool);
+  for (auto& [request, done] : fetches) {
+    if (fetcher != nullptr) {
+      fetcher->Fetch(std::move(request), std::move(done));
+    } else {
+      Deliver(done, FetchResult{.error = FetchError{
+                                    .kind = FetchErrorKind::kTransport,
+                                    .message = "no fetcher for spec.metrics.access " +
+                                               std::string(api::ToString(pool.spec.access))}});
+    }
+  }
+}
+
+void ScrapeLoop::Finish(Arrival arrival) {
+  const auto p = pools_.find(arrival.pool);
+  if (p == pools_.end()) return;
+  PoolEntry& pool = p->second;
+  const auto found = pool.workers.find(arrival.worker);
+  if (found == pool.workers.end() || found->second.fetch != arrival.fetch ||
+      !found->second.in_flight) {
+    return;  // the worker left (or left and came back) meanwhile
+  }
+  WorkerState& w = found->second;
+  w.in_flight = false;
+  const ScrapeReading reading = ReadScrape(arrival.result, *pool.map);
+  const bool ok = reading.result == ScrapeResult::kOk;
+  routing::Load load;  // unavailable
+  if (ok) {
+    const WorkerFigures& f = reading.figures;
+    std::optional<signals::TokenRate::Rate> rate;
+    if (f.prompt_tokens_total || f.generation_tokens_total) {
+      rate = w.rate.Add(arrival.at, f.prompt_tokens_total.value_or(0),
+                        f.generation_tokens_total.value_or(0));
+    }
+    load = LoadOf(f, rate);
+  }
+  const std::shared_ptr<routing::PoolState> state =
+      options_.directory != nullptr ? options_.directory->Find(arrival.pool) : nullptr;
+  if (state != nullptr) {
+    if (w.mark && w.state == state) {
+      state->ObserveLoad(arrival.worker, load, arrival.at, *w.mark);
+    } else {  // the mark is of another state (the pool was re-added), or there was none
+      state->ObserveLoad(arrival.worker, load, arrival.at);
+    }
+  }
+  w.mark.reset();
+  w.state.reset();
+  if (ok != w.ok || (!ok && w.results == 0)) {  // logged as it changes
+    if (ok) {
+      Log().Info("scraping again", {{"pool", arrival.pool}, {"pod", w.target.pod}});
+    } else {
+      Log().Warn("scrape failed", {{"pool", arrival.pool},
+                                   {"pod", w.target.pod},
+                                   {"result", std::string(ResultName(reading.result))},
+                                   {"error", reading.message}});
+    }
+  }
+  w.ok = ok;
+  ++w.results;
+  ++pool.scrapes;
+  if (options_.metrics != nullptr) {
+    options_.metrics->Scraped(arrival.pool, reading.result, Seconds(arrival.at - w.started));
+    if (ok) {
+      options_.metrics->SetWorker(arrival.pool, w.target.pod,
+                                  {.busyness = routing::Busyness(load, 0, w.target.max_concurrency),
+                                   .running = load.running,
+                                   .waiting = load.waiting,
+                                   .kv_cache_usage = load.kv_cache_usage,
+                                   .tokens_per_second = load.tokens_per_second});
+    } else {
+      options_.metrics->RemoveWorker(arrival.pool, w.target.pod);
+    }
+  }
+  Publish(arrival.pool, pool);
+}
+
+void ScrapeLoop::Publish(const std::string& key, const PoolEntry& pool) {
+  ScrapeSummary summary{
+      .total = pool.workers.size(), .rounds = pool.rounds, .scrapes = pool.scrapes};
+  for (const auto& [worker, w] : pool.workers) summary.ok += w.ok ? 1 : 0;
+  const std::lock_guard lock(summary_mu_);
+  summaries_.insert_or_assign(key, summary);
+}
+
+}  // namespace eoc::controller

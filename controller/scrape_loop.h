@@ -1,0 +1,130 @@
+// The scrape loop (every replica, leader or not): scrapes each worker of each pool it is given
+// (ScrapePools, fed by the pool reconciler) every spec.metrics.intervalSeconds, each fetch within
+// spec.metrics.timeoutSeconds, through the fetcher spec.metrics.access names; reads the page with
+// the pool's engine map, computes the worker's token rate, and hands the Load to the pool's
+// routing state (PoolState::ObserveLoad, with the mark taken as the fetch started, so picks made
+// while it was in flight still count). A failed scrape (a fetch error, a page that does not
+// parse, a page without the engine's running series) marks that worker's metrics unavailable and
+// touches no other worker or the pool's interval.
+//
+//   ScrapeLoop loop({.direct = &direct, .proxy = &proxy}, {.directory = &directory,
+//                   .metrics = &scrape_metrics}, RealClock());
+//   loop.Start();
+//   loop.SetPool(ScrapePoolOf(pool, members.workers));  // from the reconciler; never blocks
+//   loop.Summary("prod/chat")->ok                      // workers whose last scrape was good
+//   loop.Stop();
+//
+// One thread: it starts each pool's round when due (fixed rate from the pool's first round; a
+// changed interval counts from the last round), takes the fetchers' callbacks from a queue (the
+// callbacks only queue the page and wake it), parses, and sleeps on the injected clock until the
+// next round or the next arrival. A worker whose fetch has not come back when its next round is
+// due is not fetched twice (the fetcher's deadline bounds how long that lasts). Bounded: one fetch
+// per worker at a time, so the queue holds at most one page per worker; a worker's state (token
+// rate, mark, gauges) goes when it leaves its pool, a pool's when it goes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "common/clock.h"
+#include "controller/scrape/metrics_fetcher.h"
+#include "controller/scrape_metrics.h"
+#include "controller/scrape_pool.h"
+#include "routing/pool_directory.h"
+#include "signals/token_rate.h"
+
+namespace eoc::controller {
+
+// The fetcher for each spec.metrics.access; one may be null when no pool uses it (its pools'
+// scrapes then fail as transport errors).
+struct ScrapeFetchers {
+  MetricsFetcher* direct = nullptr;
+  MetricsFetcher* proxy = nullptr;
+};
+
+struct ScrapeLoopOptions {
+  // Where each pool's routing state is found by key; null: loads go nowhere (metrics only).
+  routing::PoolDirectory* directory = nullptr;
+  ScrapeMetrics* metrics = nullptr;  // null: none
+};
+
+// A pool's scrapes as the loop last saw them.
+struct ScrapeSummary {
+  std::size_t ok = 0;         // workers whose last scrape was good (within its last interval)
+  std::size_t total = 0;      // workers
+  std::uint64_t rounds = 0;   // rounds started
+  std::uint64_t scrapes = 0;  // scrapes finished (good or not)
+};
+
+class ScrapeLoop final : public ScrapePools {
+ public:
+  // The fetchers, directory, metrics and clock must outlive the loop; the fetchers may call back
+  // after it is gone (those answers are dropped).
+  ScrapeLoop(ScrapeFetchers fetchers, ScrapeLoopOptions options, const Clock& clock);
+  ~ScrapeLoop() override;  // Stop()s
+  ScrapeLoop(const ScrapeLoop&) = delete;
+  ScrapeLoop& operator=(const ScrapeLoop&) = delete;
+  ScrapeLoop(ScrapeLoop&&) = delete;
+  ScrapeLoop& operator=(ScrapeLoop&&) = delete;
+
+  void Start();
+  // Ends the loop at once (fetches in flight are left to their fetcher; their answers dropped).
+  void Stop();
+
+  // ScrapePools: queued for the loop's thread, which applies the latest per pool.
+  void SetPool(ScrapePool pool) override;
+  void RemovePool(const std::string& key) override;
+
+  // The pool's summary; nullopt for a pool the loop has not (yet) applied.
+  std::optional<ScrapeSummary> Summary(const std::string& key) const;
+
+ private:
+  struct Inbox;  // what other threads hand the loop: pool changes and fetch answers
+  struct Arrival;
+  struct WorkerState {
+    ScrapeTarget target;
+    signals::TokenRate rate;
+    bool in_flight = false;
+    std::uint64_t fetch = 0;  // the fetch in flight, so a late answer of an old one is dropped
+    Clock::TimePoint started{};
+    std::optional<routing::ScrapeMark> mark;
+    std::shared_ptr<routing::PoolState> state;  // the state the mark is of
+    bool ok = false;                            // the last scrape was good
+    std::uint64_t results = 0;                  // scrapes finished
+  };
+  struct PoolEntry {
+    ScrapePool spec;
+    std::shared_ptr<const signals::EngineMap> map;
+    std::unordered_map<routing::WorkerKey, WorkerState> workers;
+    Clock::TimePoint next_round{};
+    std::optional<Clock::TimePoint> last_round;
+    std::uint64_t rounds = 0;
+    std::uint64_t scrapes = 0;
+  };
+
+  void Run();
+  void Apply(const std::string& key, std::optional<ScrapePool> pool, Clock::TimePoint now);
+  void StartRound(const std::string& key, PoolEntry& pool, Clock::TimePoint now);
+  void Finish(Arrival arrival);
+  void Publish(const std::string& key, const PoolEntry& pool);
+
+  const ScrapeFetchers fetchers_;
+  const ScrapeLoopOptions options_;
+  const Clock& clock_;
+  Wakeup wake_;
+  std::shared_ptr<Inbox> inbox_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+  std::uint64_t fetches_ = 0;               // numbers fetches; the loop's thread only
+  std::map<std::string, PoolEntry> pools_;  // the loop's thread only
+  mutable std::mutex summary_mu_;
+  std::map<std::string, ScrapeSummary> summaries_;  // guarded by summary_mu_
+};
+
+}  // namespace eoc::controller

@@ -1,0 +1,118 @@
+#include "controller/scrape_metrics.h"
+
+namespace eoc::controller {
+namespace {
+
+// "ns/name" -> {"ns", "name"}.
+std::pair<std::string, std::string> Split(const std::string& key) {
+  const auto slash = key.find('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+prometheus::Labels PoolLabels(const std::string& pool) {
+  auto [ns, name] = Split(pool);
+  return {{"namespace", std::move(ns)}, {"pool", std::move(name)}};
+}
+
+prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& registry, const char* name,
+                                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+}  // namespace
+
+ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
+    : busyness_(Gauge(registry, "eoc_worker_busyness",
+                      "A worker's scraped (running + waiting) / max concurrency (when unknown: / "
+                      "256, or its KV-cache use if higher): 0 idle, 1 and more saturated.")),
+      running_(Gauge(registry, "eoc_worker_running_requests",
+                     "Requests a worker's engine is running, as last scraped.")),
+      waiting_(Gauge(registry, "eoc_worker_waiting_requests",
+                     "Requests waiting in a worker's engine, as last scraped.")),
+      kv_cache_usage_(Gauge(registry, "eoc_worker_kv_cache_usage_ratio",
+                            "A worker's KV-cache use, 0 to 1, as last scraped.")),
+      tokens_per_second_(Gauge(registry, "eoc_worker_tokens_per_second",
+                               "Prompt plus generated tokens per second of a worker, over the "
+                               "interval between its last two scrapes.")),
+      scrapes_(prometheus::BuildCounter()
+                   .Name("eoc_scrapes_total")
+                   .Help("Scrapes of workers' metrics pages, by result (ok, deadline, "
+                         "connect-refused, too-large, http-status, malformed, transport, "
+                         "cancelled, overloaded, parse-error, missing-series).")
+                   .Register(registry)),
+      duration_(prometheus::BuildHistogram()
+                    .Name("eoc_scrape_duration_seconds")
+                    .Help("Time from a scrape's start to its page (or error) arriving.")
+                    .Register(registry)) {}
+
+void ScrapeMetrics::Scraped(const std::string& pool, ScrapeResult result, double seconds) {
+  const std::lock_guard lock(mu_);
+  Pool& p = pools_[pool];
+  auto& counter = p.scrapes[result];
+  if (counter == nullptr) {
+    auto labels = PoolLabels(pool);
+    labels.emplace("result", std::string(ResultName(result)));
+    counter = &scrapes_.Add(labels);
+  }
+  counter->Increment();
+  if (p.duration == nullptr) {
+    p.duration = &duration_.Add(PoolLabels(pool), prometheus::Histogram::BucketBoundaries{
+                                                      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                      0.25, 0.5, 1, 2.5, 5, 10});
+  }
+  p.duration->Observe(seconds);
+}
+
+void ScrapeMetrics::SetWorker(const std::string& pool, const std::string& pod,
+                              const WorkerGauges& gauges) {
+  const std::lock_guard lock(mu_);
+  auto& workers = pools_[pool].workers;
+  auto it = workers.find(pod);
+  if (it == workers.end()) {
+    auto labels = PoolLabels(pool);
+    labels.emplace("pod", Split(pod).second);
+    it = workers
+             .emplace(pod, Worker{.busyness = &busyness_.Add(labels),
+                                  .running = &running_.Add(labels),
+                                  .waiting = &waiting_.Add(labels),
+                                  .kv_cache_usage = &kv_cache_usage_.Add(labels),
+                                  .tokens_per_second = &tokens_per_second_.Add(labels)})
+             .first;
+  }
+  it->second.busyness->Set(gauges.busyness);
+  it->second.running->Set(gauges.running);
+  it->second.waiting->Set(gauges.waiting);
+  it->second.kv_cache_usage->Set(gauges.kv_cache_usage);
+  it->second.tokens_per_second->Set(gauges.tokens_per_second);
+}
+
+void ScrapeMetrics::RemoveGauges(const Worker& w) {
+  busyness_.Remove(w.busyness);
+  running_.Remove(w.running);
+  waiting_.Remove(w.waiting);
+  kv_cache_usage_.Remove(w.kv_cache_usage);
+  tokens_per_second_.Remove(w.tokens_per_second);
+}
+
+void ScrapeMetrics::RemoveWorker(const std::string& pool, const std::string& pod) {
+  const std::lock_guard lock(mu_);
+  const auto p = pools_.find(pool);
+  if (p == pools_.end()) return;
+  const auto w = p->second.workers.find(pod);
+  if (w == p->second.workers.end()) return;
+  RemoveGauges(w->second);
+  p->second.workers.erase(w);
+}
+
+void ScrapeMetrics::RemovePool(const std::string& pool) {
+  const std::lock_guard lock(mu_);
+  const auto p = pools_.find(pool);
+  if (p == pools_.end()) return;
+  for (const auto& [pod, w] : p->second.workers) RemoveGauges(w);
+  for (const auto& [result, counter] : p->second.scrapes) scrapes_.Remove(counter);
+  if (p->second.duration != nullptr) duration_.Remove(p->second.duration);
+  pools_.erase(p);
+}
+
+}  // namespace eoc::controller

@@ -1,0 +1,69 @@
+// The scrape loop's Prometheus metrics: each worker's scraped load (labelled namespace, pool and
+// pod: removed when the worker leaves, and absent while its metrics are unavailable), and per
+// pool the scrapes by result and their duration (removed with the pool).
+//
+//   ScrapeMetrics m(metrics.registry());
+//   m.Scraped("prod/chat", ScrapeResult::kOk, 0.012);
+//   m.SetWorker("prod/chat", "prod/vllm-0", {.busyness = 0.2, .running = 3, ...});
+//   m.RemoveWorker("prod/chat", "prod/vllm-0");  ...  m.RemovePool("prod/chat");
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "controller/scrape_page.h"
+
+namespace eoc::controller {
+
+struct WorkerGauges {
+  double busyness = 0;
+  double running = 0;
+  double waiting = 0;
+  double kv_cache_usage = 0;
+  double tokens_per_second = 0;
+};
+
+class ScrapeMetrics {
+ public:
+  explicit ScrapeMetrics(prometheus::Registry& registry);
+
+  // `pool` and `pod` are "namespace/name" keys; the series carry namespace, pool and pod names.
+  void Scraped(const std::string& pool, ScrapeResult result, double seconds);
+  void SetWorker(const std::string& pool, const std::string& pod, const WorkerGauges& gauges);
+  void RemoveWorker(const std::string& pool, const std::string& pod);
+  void RemovePool(const std::string& pool);
+
+ private:
+  struct Worker {
+    prometheus::Gauge* busyness;
+    prometheus::Gauge* running;
+    prometheus::Gauge* waiting;
+    prometheus::Gauge* kv_cache_usage;
+    prometheus::Gauge* tokens_per_second;
+  };
+  struct Pool {
+    std::map<ScrapeResult, prometheus::Counter*> scrapes;
+    prometheus::Histogram* duration = nullptr;
+    std::map<std::string, Worker> workers;  // by pod key
+  };
+  void RemoveGauges(const Worker& w);
+
+  prometheus::Family<prometheus::Gauge>& busyness_;
+  prometheus::Family<prometheus::Gauge>& running_;
+  prometheus::Family<prometheus::Gauge>& waiting_;
+  prometheus::Family<prometheus::Gauge>& kv_cache_usage_;
+  prometheus::Family<prometheus::Gauge>& tokens_per_second_;
+  prometheus::Family<prometheus::Counter>& scrapes_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  std::mutex mu_;
+  std::map<std::string, Pool> pools_;  // guarded by mu_
+};
+
+}  // namespace eoc::controller

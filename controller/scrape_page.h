@@ -1,0 +1,86 @@
+// One scrape's verdict and figures: a fetched page (or the fetch's error) read through the pool's
+// engine map into what the worker's routing Load needs. Pure apart from the parse.
+//
+//   ScrapeReading r = ReadScrape(result, EngineMap::Vllm());
+//   if (r.result == ScrapeResult::kOk) {
+//     routing::Load load = LoadOf(r.figures, rate.Add(now, r.figures.prompt_tokens_total, ...));
+//   } else {
+//     ResultName(r.result)   // "deadline", "parse-error", "missing-series", ...; r.message: why
+//   }
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/enum_name.h"
+#include "controller/scrape/metrics_fetcher.h"
+#include "routing/worker.h"
+#include "signals/engine_metrics.h"
+#include "signals/token_rate.h"
+
+namespace eoc::controller {
+
+// How a scrape ended: ok, one of the fetch's error kinds (FetchErrorKind, same names), or a page
+// that was fetched but cannot be used.
+enum class ScrapeResult : std::uint8_t {
+  kOk,
+  kDeadline,
+  kConnectRefused,
+  kTooLarge,
+  kHttpStatus,
+  kMalformed,
+  kTransport,
+  kCancelled,
+  kOverloaded,
+  kParseError,     // not the Prometheus text format (ParseExposition's error)
+  kMissingSeries,  // parsed, but without the engine's running-requests series
+};
+inline constexpr std::array<EnumName<ScrapeResult>, 11> kScrapeResultNames{{
+    {ScrapeResult::kOk, "ok"},
+    {ScrapeResult::kDeadline, "deadline"},
+    {ScrapeResult::kConnectRefused, "connect-refused"},
+    {ScrapeResult::kTooLarge, "too-large"},
+    {ScrapeResult::kHttpStatus, "http-status"},
+    {ScrapeResult::kMalformed, "malformed"},
+    {ScrapeResult::kTransport, "transport"},
+    {ScrapeResult::kCancelled, "cancelled"},
+    {ScrapeResult::kOverloaded, "overloaded"},
+    {ScrapeResult::kParseError, "parse-error"},
+    {ScrapeResult::kMissingSeries, "missing-series"},
+}};
+// The `result` label of eoc_scrapes_total.
+inline std::string_view ResultName(ScrapeResult result) {
+  return EnumToString(result, kScrapeResultNames);
+}
+ScrapeResult ResultOf(FetchErrorKind kind);
+
+// A worker's figures summed over the models on its page.
+struct WorkerFigures {
+  double running = 0;  // requests, over every model
+  double waiting = 0;
+  std::optional<double> kv_cache_usage;  // 0..1: the largest of the models' (they share blocks)
+  std::int64_t block_size = 0;           // 0: not reported
+  std::int64_t gpu_blocks = 0;           // 0: not reported
+  std::optional<double> prompt_tokens_total;  // counters, over every model
+  std::optional<double> generation_tokens_total;
+};
+
+struct ScrapeReading {
+  ScrapeResult result = ScrapeResult::kOk;
+  std::string message;    // for failures: what went wrong (the fetch's or parser's message)
+  WorkerFigures figures;  // for kOk
+};
+
+// The verdict on one fetch: its error, else the page through `map`.
+ScrapeReading ReadScrape(const FetchResult& fetched, const signals::EngineMap& map);
+
+// The routing Load of a good scrape: running, waiting, KV-cache use, blocks (total and free, when
+// the engine gives the block size and count), tokens per second (`rate`; 0 without one),
+// available.
+routing::Load LoadOf(const WorkerFigures& figures,
+                     const std::optional<signals::TokenRate::Rate>& rate);
+
+}  // namespace eoc::controller

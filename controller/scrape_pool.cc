@@ -1,0 +1,62 @@
+#include "controller/scrape_pool.h"
+
+#include <algorithm>
+
+#include "common/url.h"
+
+namespace eoc::controller {
+
+bool ScrapePool::operator==(const ScrapePool& other) const {
+  const auto names = [](const signals::GenericMetricNames& n) {
+    return std::tie(n.running, n.waiting, n.kv_cache_usage, n.prompt_tokens, n.generation_tokens,
+                    n.model_label);
+  };
+  return key == other.key && engine == other.engine &&
+         names(generic_names) == names(other.generic_names) && path == other.path &&
+         interval == other.interval && timeout == other.timeout && access == other.access &&
+         targets == other.targets;
+}
+
+ScrapePool ScrapePoolOf(const api::InferencePool& pool,
+                        const std::vector<routing::Worker>& workers) {
+  const api::MetricsSpec& m = pool.spec.metrics;
+  ScrapePool out{.key = pool.ns + "/" + pool.name,
+                 .engine = pool.spec.engine,
+                 .path = m.path.empty() ? "/metrics" : m.path,
+                 .interval = std::chrono::seconds(std::max(1, m.interval_seconds)),
+                 .timeout = std::chrono::seconds(std::max(1, m.timeout_seconds)),
+                 .access = m.access};
+  const std::string port = std::to_string(m.port > 0 ? m.port : pool.spec.target_port);
+  out.targets.reserve(workers.size());
+  for (const routing::Worker& w : workers) {
+    std::string error;
+    const auto host = SplitHostPort(w.address, &error);
+    if (!host || host->host.empty()) continue;  // not made by DescribeWorker: cannot happen
+    std::string address =
+        host->bracketed ? "[" + std::string(host->host) + "]" : std::string(host->host);
+    address.append(":").append(port);
+    out.targets.push_back({.key = w.key,
+                           .pod = w.pod,
+                           .address = std::move(address),
+                           .max_concurrency = w.capability.max_concurrency});
+  }
+  std::sort(out.targets.begin(), out.targets.end(),
+            [](const ScrapeTarget& a, const ScrapeTarget& b) { return a.pod < b.pod; });
+  return out;
+}
+
+signals::EngineMap EngineMapOf(api::Engine engine, const signals::GenericMetricNames& generic) {
+  switch (engine) {
+    case api::Engine::kVllm:
+      return signals::EngineMap::Vllm();
+    case api::Engine::kSglang:
+      return signals::EngineMap::Sglang();
+    case api::Engine::kTrtllm:
+      return signals::EngineMap::Trtllm();
+    case api::Engine::kGeneric:
+      return signals::EngineMap::Generic(generic);
+  }
+  return signals::EngineMap::Generic(generic);
+}
+
+}  // namespace eoc::controller

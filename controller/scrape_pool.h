@@ -1,0 +1,69 @@
+// What the scrape loop scrapes in one pool: the pool's engine and metrics spec and its workers'
+// metrics endpoints, made from the same members the reconciler publishes (workers.h); and the
+// interface through which the reconciler hands them over (ScrapePools), so that it never waits on
+// a scrape.
+//
+//   ScrapePool pool = ScrapePoolOf(inference_pool, members.workers);
+//   pool.targets[0].address     // "10.0.3.7:9090": the pod IP and spec.metrics.port
+//   scrape_pools.SetPool(std::move(pool));   // each reconcile of a valid pool; cheap if unchanged
+//   scrape_pools.RemovePool("prod/chat");    // the pool is gone
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api/inference_pool.h"
+#include "routing/ids.h"
+#include "routing/worker.h"
+#include "signals/engine_metrics.h"
+
+namespace eoc::controller {
+
+// One worker's metrics endpoint.
+struct ScrapeTarget {
+  routing::WorkerKey key = 0;        // the routing engine's key of the worker (WorkerKeyOf(pod))
+  std::string pod;                   // "namespace/name"
+  std::string address;               // "podIP:metrics.port" (IPv6 in brackets)
+  std::int32_t max_concurrency = 0;  // the worker's, for its busyness gauge (0: unknown)
+
+  bool operator==(const ScrapeTarget&) const = default;
+};
+
+struct ScrapePool {
+  std::string key;  // "namespace/name"
+  api::Engine engine = api::Engine::kVllm;
+  // TODO(spec.metrics.names): the generic engine's series come from spec.metrics.names, which
+  // the API does not have yet; until then a generic pool reads no series (its scrapes fail as
+  // missing-series) unless a caller fills these in.
+  signals::GenericMetricNames generic_names;
+  std::string path = "/metrics";
+  std::chrono::seconds interval{5};
+  std::chrono::seconds timeout{2};
+  api::MetricsAccess access = api::MetricsAccess::kDirect;
+  std::vector<ScrapeTarget> targets;  // sorted by pod
+
+  bool operator==(const ScrapePool& other) const;
+};
+
+// The pool's scrape targets: each worker at its pod IP (the host of its address) and
+// spec.metrics.port, with spec.metrics' path, interval, timeout and access.
+ScrapePool ScrapePoolOf(const api::InferencePool& pool,
+                        const std::vector<routing::Worker>& workers);
+
+// The engine map that reads a pool's pages.
+signals::EngineMap EngineMapOf(api::Engine engine, const signals::GenericMetricNames& generic);
+
+// Where the reconciler hands each valid pool's targets. Implementations must not block (no I/O,
+// no waiting on a scrape). Thread-safe.
+class ScrapePools {
+ public:
+  virtual ~ScrapePools() = default;
+  // A pool's current targets and settings (new, changed or the same).
+  virtual void SetPool(ScrapePool pool) = 0;
+  // The pool is gone: its workers' state and series go too.
+  virtual void RemovePool(const std::string& key) = 0;
+};
+
+}  // namespace eoc::controller

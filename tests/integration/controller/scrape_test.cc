@@ -1,0 +1,237 @@
+// The scrape loop end to end: the eoc-controller binary on the shared control plane, the node
+// agent playing the kubelet with fake vLLM workers. The load a test sets on a worker shows in the
+// controller's per-worker gauges; workers whose endpoint hangs, trickles, is huge or answers
+// garbage are counted as failures of their kinds while the healthy one is scraped every round.
+// Assertions are on what was scraped and counted, never on how fast.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "crds.h"
+#include "eventually.h"
+#include "http_get.h"
+#include "manifests.h"
+#include "namespaced_test.h"
+#include "node_agent.h"
+#include "promtool.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace resources = kube::resources;
+
+constexpr auto kPatience = std::chrono::seconds(90);
+
+json Pool(const std::string& app, int interval_seconds, int timeout_seconds) {
+  return {{"apiVersion", "eoc.dev/v1alpha1"},
+          {"kind", "InferencePool"},
+          {"metadata", {{"name", app}}},
+          {"spec",
+           {{"selector", {{"matchLabels", {{"app", app}}}}},
+            {"targetPort", 8000},
+            {"metrics",
+             {{"intervalSeconds", interval_seconds}, {"timeoutSeconds", timeout_seconds}}}}}};
+}
+
+// A bare worker pod of `app`, its fake worker configured by `annotations`.
+json WorkerPod(const std::string& name, const std::string& app,
+               const std::map<std::string, std::string>& annotations) {
+  json pod = testing::WorkerDeployment(app, 1)["spec"]["template"];
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  pod["metadata"]["name"] = name;
+  pod["metadata"]["annotations"] = annotations;
+  return pod;
+}
+
+// The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
+double Sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+class ScrapeLoopIntegrationTest : public testing::NamespacedTest {
+ protected:
+  void SetUp() override {
+    NamespacedTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_EQ(testing::InstallCrds(*plane_), "");
+    node_ = testing::UniqueName("node");
+    agent_ = std::make_unique<testing::NodeAgent>(
+        *client_, testing::NodeAgentOptions{.nodes = {{.name = node_}},
+                                            .namespaces = {ns_},
+                                            .address_base = testing::ProcessAddressBase()});
+    agent_->Start();
+    ASSERT_TRUE(agent_->WaitForSync(kPatience));
+    metrics_port_ = testing::FreePort();
+    controller_ = std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{
+            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
+            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
+            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(testing::FreePort())},
+        /*merge_stderr=*/true);
+  }
+
+  void TearDown() override {
+    if (controller_) {
+      controller_->Signal(SIGTERM);
+      const auto status = controller_->WaitFor(std::chrono::seconds(30));
+      EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+          << controller_->Output();
+    }
+    if (agent_) agent_->Stop();
+    if (!node_.empty()) (void)client_->Delete(resources::kNodes, "", node_);
+    NamespacedTest::TearDown();
+  }
+
+  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").body; }
+  std::string Series(const std::string& name, const std::string& pool,
+                     const std::string& pod) const {
+    return name + "{namespace=\"" + ns_ + "\",pod=\"" + pod + "\",pool=\"" + pool + "\"}";
+  }
+  std::string Scrapes(const std::string& pool, const std::string& result) const {
+    return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
+           "\"}";
+  }
+  std::vector<std::string> RunningPods(const std::string& app) const {
+    std::vector<std::string> names;
+    auto list = client_->List(resources::kPods, ns_, {.label_selector = "app=" + app});
+    if (!list) return names;
+    for (const json& pod : list->items) {
+      if (pod.contains("status") && pod["status"].value("phase", "") == "Running") {
+        names.push_back(pod["metadata"].value("name", ""));
+      }
+    }
+    return names;
+  }
+
+  std::string node_;
+  std::unique_ptr<testing::NodeAgent> agent_;
+  int metrics_port_ = 0;
+  std::unique_ptr<testing::ChildProcess> controller_;
+};
+
+TEST_F(ScrapeLoopIntegrationTest, EachWorkersGaugesFollowTheLoadItReports) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));
+  ASSERT_TRUE(client_->Create(kube::ResourceRef{"eoc.dev", "v1alpha1", "inferencepools"}, ns_,
+                              Pool("w", 1, 1)));
+  std::vector<std::string> pods;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        pods = RunningPods("w");
+        return pods.size() == 2;
+      },
+      kPatience));
+  for (int i = 0; i < 2; ++i) {
+    auto worker = agent_->Worker(ns_, pods[i]);
+    ASSERT_NE(worker, nullptr) << pods[i];
+    worker->SetLoad({.running = 3 + i, .waiting = 1 + i, .kv_cache_usage = 0.5});
+  }
+  const auto shows = [&](int i, double running, double waiting) {
+    const std::string text = Metrics();
+    return Sample(text, Series("eoc_worker_running_requests", "w", pods[i])) == running &&
+           Sample(text, Series("eoc_worker_waiting_requests", "w", pods[i])) == waiting;
+  };
+  ASSERT_TRUE(Eventually([&] { return shows(0, 3, 1) && shows(1, 4, 2); }, kPatience))
+      << Metrics() << controller_->Output();
+  EXPECT_EQ(Sample(Metrics(), Series("eoc_worker_kv_cache_usage_ratio", "w", pods[0])), 0.5);
+  // The load moves; the gauges follow.
+  agent_->Worker(ns_, pods[0])->SetLoad({.running = 11, .waiting = 0});
+  EXPECT_TRUE(Eventually([&] { return shows(0, 11, 0) && shows(1, 4, 2); }, kPatience))
+      << Metrics();
+
+  const std::string text = Metrics();
+  EXPECT_GT(Sample(text, Scrapes("w", "ok")), 0) << text;
+  const std::string promtool = testing::FindPromtool();
+  ASSERT_FALSE(promtool.empty()) << "promtool is not on PATH (scripts/bootstrap installs it)";
+  const auto [lint_status, lint_output] = testing::PromtoolCheckMetrics(promtool, text);
+  EXPECT_EQ(lint_status, 0) << lint_output << "\non:\n" << text;
+
+  // A worker that leaves takes its series with it.
+  ASSERT_TRUE(client_->SetReplicas(resources::kDeployments, ns_, "w", 1));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string now = Metrics();
+        int listed = 0;
+        for (const auto& pod : pods) {
+          listed += now.find(Series("eoc_worker_running_requests", "w", pod)) != std::string::npos
+                        ? 1
+                        : 0;
+        }
+        return listed == 1;
+      },
+      kPatience))
+      << Metrics();
+}
+
+TEST_F(ScrapeLoopIntegrationTest, FaultyEndpointsFailByKindAndTheHealthyOneIsScrapedEachRound) {
+  const std::vector<std::string> faults = {"hang", "trickle", "huge", "garbage"};
+  for (const std::string& fault : faults) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return static_cast<bool>(
+              client_->Create(resources::kPods, ns_,
+                              WorkerPod(fault, "f", {{"fake.eoc.dev/metrics-fault", fault}})));
+        },
+        kPatience));
+  }
+  ASSERT_TRUE(client_->Create(resources::kPods, ns_, WorkerPod("healthy", "f", {})));
+  ASSERT_TRUE(client_->Create(kube::ResourceRef{"eoc.dev", "v1alpha1", "inferencepools"}, ns_,
+                              Pool("f", 2, 1)));
+  ASSERT_TRUE(Eventually([&] { return RunningPods("f").size() == 5; }, kPatience));
+  agent_->Worker(ns_, "healthy")->SetLoad({.running = 2});
+
+  // A few rounds in: every kind counted, once a round each (the trickle and the hang are both
+  // deadlines), the healthy worker ok each round.
+  const auto counts = [&](const std::string& text) {
+    return std::vector<double>{
+        Sample(text, Scrapes("f", "ok")), Sample(text, Scrapes("f", "deadline")),
+        Sample(text, Scrapes("f", "too-large")), Sample(text, Scrapes("f", "parse-error"))};
+  };
+  std::string text;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        text = Metrics();
+        return Sample(text, Scrapes("f", "ok")) >= 5;
+      },
+      kPatience))
+      << Metrics() << controller_->Output();
+  const std::vector<double> first = counts(text);
+  // Each fetch ends within its 1 s timeout, before the next round 2 s later; a round apart at
+  // most for a page read between the callbacks of one round.
+  EXPECT_NEAR(first[1], 2 * first[0], 2) << text;
+  EXPECT_NEAR(first[2], first[0], 1) << text;
+  EXPECT_NEAR(first[3], first[0], 1) << text;
+  EXPECT_EQ(Sample(text, Scrapes("f", "missing-series")), -1) << text;
+  // And it goes on: three more rounds of each.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        text = Metrics();
+        const auto now = counts(text);
+        return now[0] >= first[0] + 3 && now[1] >= first[1] + 6 && now[2] >= first[2] + 3 &&
+               now[3] >= first[3] + 3;
+      },
+      kPatience))
+      << text;
+  EXPECT_EQ(Sample(text, Series("eoc_worker_running_requests", "f", "healthy")), 2) << text;
+  for (const std::string& fault : faults) {
+    EXPECT_THAT(text, Not(HasSubstr(Series("eoc_worker_running_requests", "f", fault))));
+  }
+  EXPECT_THAT(text,
+              HasSubstr("eoc_scrape_duration_seconds_count{namespace=\"" + ns_ + "\",pool=\"f\"}"));
+}
+
+}  // namespace
+}  // namespace eoc::controller

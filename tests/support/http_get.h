@@ -1,0 +1,65 @@
+// Plain HTTP for tests that talk to a process on loopback (the controller's /metrics, /readyz):
+// a free port to give it, and one GET.
+//
+//   const int port = eoc::testing::FreePort();
+//   eoc::testing::HttpAnswer a = eoc::testing::HttpGet(port, "/metrics");  // a.status 0: none
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+namespace eoc::testing {
+
+// A port nothing listens on right now.
+inline int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return 0;
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+struct HttpAnswer {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+
+// One GET on 127.0.0.1:port with Connection: close.
+inline HttpAnswer HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  HttpAnswer answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return answer;
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  (void)send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) raw.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  if (raw.rfind("HTTP/1.1 ", 0) != 0) return answer;
+  answer.status = std::stoi(raw.substr(9, 3));
+  const auto body = raw.find("\r\n\r\n");
+  if (body != std::string::npos) answer.body = raw.substr(body + 4);
+  return answer;
+}
+
+}  // namespace eoc::testing

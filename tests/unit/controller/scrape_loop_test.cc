@@ -1,0 +1,351 @@
+// The scrape loop against a fetcher of the test's own (answers set per address, or held until the
+// test releases them) and a ManualClock: rounds every interval, failures that harm no other
+// worker, token rates, workers and pools leaving, a changed interval, the in-flight picks a
+// scrape keeps, and Stop during a wait. Time moves only when the test advances the clock.
+#include "controller/scrape_loop.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "common/clock.h"
+#include "eventually.h"
+#include "fake_metrics.h"
+#include "routing/pool_snapshot.h"
+#include "telemetry/metrics.h"
+
+namespace eoc::controller {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Answers each address as set; an address with no answer is held until Release().
+class FakeFetcher final : public MetricsFetcher {
+ public:
+  ~FakeFetcher() override {
+    for (auto& [address, done] : held_) done(Error(FetchErrorKind::kCancelled));
+  }
+  FakeFetcher() = default;
+  FakeFetcher(const FakeFetcher&) = delete;
+  FakeFetcher& operator=(const FakeFetcher&) = delete;
+  FakeFetcher(FakeFetcher&&) = delete;
+  FakeFetcher& operator=(FakeFetcher&&) = delete;
+
+  static FetchResult Page(const std::string& body) { return {.body = body}; }
+  static FetchResult Error(FetchErrorKind kind) {
+    return {.error = FetchError{.kind = kind, .message = "fake"}};
+  }
+
+  void Set(const std::string& address, FetchResult answer) {
+    const std::lock_guard lock(mu_);
+    answers_.insert_or_assign(address, std::move(answer));
+  }
+  void Hold(const std::string& address) {
+    const std::lock_guard lock(mu_);
+    answers_.erase(address);
+  }
+  // Answers the held fetches of `address` with `answer`; how many there were.
+  int Release(const std::string& address, const FetchResult& answer) {
+    std::vector<Callback> ready;
+    {
+      const std::lock_guard lock(mu_);
+      for (auto it = held_.begin(); it != held_.end();) {
+        if (it->first == address) {
+          ready.push_back(std::move(it->second));
+          it = held_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& done : ready) done(answer);
+    return static_cast<int>(ready.size());
+  }
+  int Requests(const std::string& address) const {
+    const std::lock_guard lock(mu_);
+    const auto it = requests_.find(address);
+    return it == requests_.end() ? 0 : it->second;
+  }
+  FetchRequest Last() const {
+    const std::lock_guard lock(mu_);
+    return last_;
+  }
+
+  void Fetch(FetchRequest request, Callback done) override {
+    std::optional<FetchResult> answer;
+    {
+      const std::lock_guard lock(mu_);
+      ++requests_[request.address];
+      last_ = request;
+      const auto it = answers_.find(request.address);
+      if (it == answers_.end()) {
+        held_.emplace_back(request.address, std::move(done));
+        return;
+      }
+      answer = it->second;
+    }
+    done(std::move(*answer));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, FetchResult> answers_;
+  std::map<std::string, int> requests_;
+  std::deque<std::pair<std::string, Callback>> held_;
+  FetchRequest last_;
+};
+
+std::string Vllm(const testing::FakeLoad& load) {
+  return testing::RenderMetrics(testing::Engine::kVllm, load, {}, false);
+}
+
+std::string Address(int i) { return "10.0.0." + std::to_string(i) + ":9000"; }
+std::string Pod(int i) { return "prod/w-" + std::to_string(i); }
+routing::WorkerKey Key(int i) { return routing::WorkerKeyOf(Pod(i)); }
+
+class ScrapeLoopTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kPool = "prod/chat";
+
+  void SetUp() override { loop_.Start(); }
+  void TearDown() override { loop_.Stop(); }
+
+  // A pool of workers 0..n-1 (or `which`), scraped every `interval`; in the directory too.
+  ScrapePool Pool(const std::vector<int>& which, seconds interval = seconds(5)) {
+    ScrapePool pool{.key = kPool, .interval = interval, .timeout = seconds(2)};
+    std::vector<routing::Worker> workers;
+    for (int i : which) {
+      pool.targets.push_back(
+          {.key = Key(i), .pod = Pod(i), .address = Address(i), .max_concurrency = 100});
+      workers.push_back({.key = Key(i),
+                         .pod = Pod(i),
+                         .address = "10.0.0." + std::to_string(i) + ":8000",
+                         .capability = {.max_concurrency = 100},
+                         .weight = 1000});
+    }
+    state_ = directory_.Configure(kPool, {}, clock_.Now());
+    state_->SetSnapshot(routing::PoolSnapshot::Build(workers, 1, Strategy::kLeastBusy),
+                        clock_.Now());
+    return pool;
+  }
+
+  ScrapeSummary Summary() const { return loop_.Summary(kPool).value_or(ScrapeSummary{}); }
+  // Waits (real time, bounded) until `n` scrapes of the pool have finished.
+  bool AwaitScrapes(std::uint64_t n) const {
+    return testing::Eventually([&] { return Summary().scrapes >= n; }, seconds(10));
+  }
+  // Waits until the loop sleeps until `at`, then moves the clock there.
+  bool AdvanceTo(Clock::TimePoint at) {
+    if (!testing::Eventually([&] { return clock_.NextDeadline() == at; }, seconds(10))) {
+      return false;
+    }
+    clock_.Advance(at - clock_.Now());
+    return true;
+  }
+  std::string Exposition() const { return metrics_.Serialize(); }
+  static std::string Series(const std::string& name, int pod) {
+    return name + R"({namespace="prod",pod="w-)" + std::to_string(pod) + R"(",pool="chat"})";
+  }
+
+  ManualClock clock_;
+  const Clock::TimePoint t0_ = clock_.Now();
+  FakeFetcher fetcher_;
+  FakeFetcher proxy_;
+  routing::SessionBudget budget_;
+  routing::PoolDirectory directory_{budget_};
+  std::shared_ptr<routing::PoolState> state_;
+  telemetry::Metrics metrics_;
+  ScrapeMetrics scrape_metrics_{metrics_.registry()};
+  ScrapeLoop loop_{{.direct = &fetcher_, .proxy = &proxy_},
+                   {.directory = &directory_, .metrics = &scrape_metrics_},
+                   clock_};
+};
+
+TEST_F(ScrapeLoopTest, ScrapesEveryWorkerEveryInterval) {
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({.running = 3, .waiting = 1})));
+  fetcher_.Set(Address(1), FakeFetcher::Page(Vllm({.running = 50})));
+  loop_.SetPool(Pool({0, 1}));
+  ASSERT_TRUE(AwaitScrapes(2));  // a new pool at once
+  EXPECT_EQ(Summary().rounds, 1U);
+  EXPECT_EQ(Summary().ok, 2U);
+  EXPECT_EQ(Summary().total, 2U);
+  EXPECT_EQ(fetcher_.Last().path, "/metrics");
+  EXPECT_EQ(fetcher_.Last().timeout, seconds(2));
+  EXPECT_EQ(fetcher_.Requests(Address(0)), 1);
+  EXPECT_DOUBLE_EQ(*state_->Busyness(Key(0)), 0.04);
+  EXPECT_DOUBLE_EQ(*state_->Busyness(Key(1)), 0.5);
+  for (int round = 2; round <= 4; ++round) {
+    ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (round - 1)));
+    ASSERT_TRUE(AwaitScrapes(std::uint64_t{2} * static_cast<std::uint64_t>(round)));
+    EXPECT_EQ(Summary().rounds, static_cast<std::uint64_t>(round));
+    EXPECT_EQ(fetcher_.Requests(Address(1)), round);
+  }
+  EXPECT_EQ(proxy_.Requests(Address(0)), 0);
+  const std::string text = Exposition();
+  EXPECT_THAT(text, HasSubstr(Series("eoc_worker_running_requests", 0) + " 3"));
+  EXPECT_THAT(text, HasSubstr(Series("eoc_worker_waiting_requests", 0) + " 1"));
+  EXPECT_THAT(text, HasSubstr(Series("eoc_worker_busyness", 1) + " 0.5"));
+  EXPECT_THAT(text, HasSubstr(R"(eoc_scrapes_total{namespace="prod",pool="chat",result="ok"} 8)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(eoc_scrape_duration_seconds_count{namespace="prod",pool="chat"} 8)"));
+}
+
+TEST_F(ScrapeLoopTest, AFailingWorkerIsUnavailableAndTheOthersAreScrapedOnTime) {
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({.running = 1, .kv_cache_usage = 1.0})));
+  fetcher_.Set(Address(1), FakeFetcher::Error(FetchErrorKind::kDeadline));
+  fetcher_.Hold(Address(2));
+  fetcher_.Set(Address(3), FakeFetcher::Page("garbage\n"));
+  fetcher_.Set(Address(4), FakeFetcher::Page(testing::RenderMetrics(testing::Engine::kSglang,
+                                                                    {.running = 2}, {}, false)));
+  loop_.SetPool(Pool({0, 1, 2, 3, 4}));
+  ASSERT_TRUE(AwaitScrapes(4));
+  EXPECT_EQ(Summary().ok, 1U);
+  EXPECT_EQ(Summary().total, 5U);
+  // Worker 0's page: no free blocks, so no room; the others have no KV data: always room.
+  EXPECT_FALSE(*state_->HasRoom(Key(0), 16));
+  for (int i : {1, 2, 3, 4}) EXPECT_TRUE(*state_->HasRoom(Key(i), 16)) << i;
+  for (int round = 2; round <= 3; ++round) {
+    ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (round - 1)));
+    ASSERT_TRUE(AwaitScrapes(std::uint64_t{4} * static_cast<std::uint64_t>(round)));
+    EXPECT_EQ(fetcher_.Requests(Address(0)), round);
+    EXPECT_EQ(fetcher_.Requests(Address(1)), round);
+    EXPECT_EQ(fetcher_.Requests(Address(2)), 1);  // still out: not fetched twice
+  }
+  const std::string text = Exposition();
+  for (const char* result : {"ok", "deadline", "parse-error", "missing-series"}) {
+    EXPECT_THAT(
+        text, HasSubstr(std::string(R"(eoc_scrapes_total{namespace="prod",pool="chat",result=")") +
+                        result + "\"} 3"))
+        << result;
+  }
+  for (int i : {1, 2, 3, 4}) {
+    EXPECT_THAT(text, Not(HasSubstr(Series("eoc_worker_running_requests", i)))) << i;
+  }
+  // The held fetch comes back failed: counted; then good again at the next round.
+  EXPECT_EQ(fetcher_.Release(Address(2), FakeFetcher::Error(FetchErrorKind::kTooLarge)), 1);
+  ASSERT_TRUE(AwaitScrapes(13));
+  EXPECT_THAT(Exposition(), HasSubstr(R"(result="too-large"} 1)"));
+  // A worker that turns unavailable stops counting against the KV budget.
+  fetcher_.Set(Address(0), FakeFetcher::Error(FetchErrorKind::kConnectRefused));
+  fetcher_.Set(Address(2), FakeFetcher::Page(Vllm({.running = 5})));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(15)));
+  ASSERT_TRUE(AwaitScrapes(18));
+  EXPECT_TRUE(*state_->HasRoom(Key(0), 16));
+  EXPECT_DOUBLE_EQ(*state_->Busyness(Key(2)), 0.05);
+  EXPECT_EQ(Summary().ok, 1U);  // worker 2 now; 0 failed
+  EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_running_requests", 2) + " 5"));
+  EXPECT_THAT(Exposition(), Not(HasSubstr(Series("eoc_worker_running_requests", 0))));
+}
+
+TEST_F(ScrapeLoopTest, TokenRatesAcrossScrapesAndACounterReset) {
+  fetcher_.Set(
+      Address(0),
+      FakeFetcher::Page(Vllm({.prompt_tokens_total = 1000, .generation_tokens_total = 500})));
+  loop_.SetPool(Pool({0}));
+  ASSERT_TRUE(AwaitScrapes(1));
+  EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_tokens_per_second", 0) + " 0"));
+  fetcher_.Set(
+      Address(0),
+      FakeFetcher::Page(Vllm({.prompt_tokens_total = 2000, .generation_tokens_total = 1000})));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5)));
+  ASSERT_TRUE(AwaitScrapes(2));
+  EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_tokens_per_second", 0) + " 300"));
+  // The engine restarted: its counters start again from 0; the new values are the increase.
+  fetcher_.Set(Address(0), FakeFetcher::Page(
+                               Vllm({.prompt_tokens_total = 100, .generation_tokens_total = 50})));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(10)));
+  ASSERT_TRUE(AwaitScrapes(3));
+  EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_tokens_per_second", 0) + " 30"));
+}
+
+TEST_F(ScrapeLoopTest, AWorkerOrPoolThatLeavesTakesItsStateAndSeries) {
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({.running = 1})));
+  fetcher_.Set(Address(1), FakeFetcher::Page(Vllm({.running = 2})));
+  fetcher_.Hold(Address(2));
+  loop_.SetPool(Pool({0, 1, 2}));
+  ASSERT_TRUE(AwaitScrapes(2));
+  EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_running_requests", 1) + " 2"));
+  loop_.SetPool(Pool({0}));
+  ASSERT_TRUE(testing::Eventually([&] { return Summary().total == 1; }, seconds(10)));
+  EXPECT_THAT(Exposition(), Not(HasSubstr(Series("eoc_worker_running_requests", 1))));
+  EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_running_requests", 0) + " 1"));
+  // The answer of a worker that left is dropped.
+  EXPECT_EQ(fetcher_.Release(Address(2), FakeFetcher::Page(Vllm({.running = 9}))), 1);
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5)));
+  ASSERT_TRUE(AwaitScrapes(3));
+  EXPECT_EQ(Summary().scrapes, 3U);
+  EXPECT_THAT(Exposition(), Not(HasSubstr(Series("eoc_worker_running_requests", 2))));
+  EXPECT_EQ(fetcher_.Requests(Address(1)), 1);
+  // The pool goes: its summary, workers and every series of it.
+  loop_.RemovePool(kPool);
+  ASSERT_TRUE(testing::Eventually([&] { return !loop_.Summary(kPool).has_value(); }, seconds(10)));
+  EXPECT_THAT(Exposition(), Not(HasSubstr(R"(pool="chat")")));
+}
+
+TEST_F(ScrapeLoopTest, AChangedIntervalTakesEffectFromTheLastRound) {
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({})));
+  loop_.SetPool(Pool({0}, seconds(10)));
+  ASSERT_TRUE(AwaitScrapes(1));
+  ASSERT_TRUE(
+      testing::Eventually([&] { return clock_.NextDeadline() == t0_ + seconds(10); }, seconds(10)));
+  clock_.Advance(seconds(1));
+  loop_.SetPool(Pool({0}, seconds(2)));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(2)));
+  ASSERT_TRUE(AwaitScrapes(2));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(4)));
+  ASSERT_TRUE(AwaitScrapes(3));
+  // Longer again: the next round is 30 s after the last one, at 4 s.
+  loop_.SetPool(Pool({0}, seconds(30)));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(34)));
+  ASSERT_TRUE(AwaitScrapes(4));
+  EXPECT_EQ(Summary().rounds, 4U);
+}
+
+TEST_F(ScrapeLoopTest, ThePicksMadeWhileAScrapeIsInFlightStillCount) {
+  fetcher_.Hold(Address(0));
+  loop_.SetPool(Pool({0}));
+  ASSERT_TRUE(testing::Eventually([&] { return fetcher_.Requests(Address(0)) == 1; }, seconds(10)));
+  // Two picks while the fetch is out: the page, rendered before they arrived, shows 1 running.
+  ASSERT_TRUE(state_->TryPick({}, 1, clock_.Now()).picked());
+  ASSERT_TRUE(state_->TryPick({}, 2, clock_.Now()).picked());
+  EXPECT_EQ(fetcher_.Release(Address(0), FakeFetcher::Page(Vllm({.running = 1}))), 1);
+  ASSERT_TRUE(AwaitScrapes(1));
+  EXPECT_DOUBLE_EQ(*state_->Busyness(Key(0)), 0.03);
+  // The next scrape's page shows them: no double count.
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({.running = 3})));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5)));
+  ASSERT_TRUE(AwaitScrapes(2));
+  EXPECT_DOUBLE_EQ(*state_->Busyness(Key(0)), 0.03);
+}
+
+TEST_F(ScrapeLoopTest, TheAccessModeChoosesTheFetcher) {
+  proxy_.Set(Address(0), FakeFetcher::Page(Vllm({})));
+  ScrapePool pool = Pool({0});
+  pool.access = api::MetricsAccess::kApiServerProxy;
+  pool.path = "/stats";
+  loop_.SetPool(pool);
+  ASSERT_TRUE(AwaitScrapes(1));
+  EXPECT_EQ(proxy_.Requests(Address(0)), 1);
+  EXPECT_EQ(proxy_.Last().pod, Pod(0));
+  EXPECT_EQ(proxy_.Last().path, "/stats");
+  EXPECT_EQ(fetcher_.Requests(Address(0)), 0);
+}
+
+TEST_F(ScrapeLoopTest, StopEndsAWaitAndLateAnswersAreDropped) {
+  fetcher_.Hold(Address(0));
+  loop_.SetPool(Pool({0}));
+  ASSERT_TRUE(testing::Eventually([&] { return fetcher_.Requests(Address(0)) == 1; }, seconds(10)));
+  ASSERT_TRUE(testing::Eventually([&] { return clock_.Sleepers() == 1; }, seconds(10)));
+  loop_.Stop();  // returns without the clock moving
+  EXPECT_EQ(clock_.Sleepers(), 0U);
+  EXPECT_EQ(fetcher_.Release(Address(0), FakeFetcher::Page(Vllm({.running = 4}))), 1);
+  EXPECT_EQ(Summary().scrapes, 0U);
+}
+
+}  // namespace
+}  // namespace eoc::controller

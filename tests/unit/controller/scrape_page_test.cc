@@ -1,0 +1,93 @@
+// A pool's scrape targets (ScrapePoolOf), and one scrape's verdict and Load (ReadScrape, LoadOf).
+#include "controller/scrape_page.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/scrape_pool.h"
+#include "fake_metrics.h"
+
+namespace eoc::controller {
+namespace {
+
+TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
+  api::InferencePool pool;
+  pool.ns = "prod";
+  pool.name = "chat";
+  pool.spec.target_port = 8000;
+  pool.spec.engine = api::Engine::kSglang;
+  pool.spec.metrics = {.port = 9090,
+                       .path = "/stats",
+                       .interval_seconds = 7,
+                       .timeout_seconds = 3,
+                       .access = api::MetricsAccess::kApiServerProxy};
+  const std::vector<routing::Worker> workers = {
+      {.key = routing::WorkerKeyOf("prod/b"), .pod = "prod/b", .address = "[fd00::7]:8000"},
+      {.key = routing::WorkerKeyOf("prod/a"),
+       .pod = "prod/a",
+       .address = "10.1.2.3:8000",
+       .capability = {.max_concurrency = 64}}};
+  const ScrapePool got = ScrapePoolOf(pool, workers);
+  EXPECT_EQ(got.key, "prod/chat");
+  EXPECT_EQ(got.engine, api::Engine::kSglang);
+  EXPECT_EQ(got.path, "/stats");
+  EXPECT_EQ(got.interval, std::chrono::seconds(7));
+  EXPECT_EQ(got.timeout, std::chrono::seconds(3));
+  EXPECT_EQ(got.access, api::MetricsAccess::kApiServerProxy);
+  ASSERT_EQ(got.targets.size(), 2U);
+  EXPECT_EQ(got.targets[0].pod, "prod/a");
+  EXPECT_EQ(got.targets[0].address, "10.1.2.3:9090");
+  EXPECT_EQ(got.targets[0].key, routing::WorkerKeyOf("prod/a"));
+  EXPECT_EQ(got.targets[0].max_concurrency, 64);
+  EXPECT_EQ(got.targets[1].address, "[fd00::7]:9090");
+  EXPECT_EQ(got, ScrapePoolOf(pool, workers));
+  pool.spec.metrics.interval_seconds = 8;
+  EXPECT_NE(got, ScrapePoolOf(pool, workers));
+}
+
+TEST(ScrapePageTest, AGoodPageGivesTheLoad) {
+  const std::string page = testing::RenderMetrics(testing::Engine::kVllm,
+                                                  {.running = 3,
+                                                   .waiting = 2,
+                                                   .kv_cache_usage = 0.25,
+                                                   .num_gpu_blocks = 1000,
+                                                   .block_size = 16,
+                                                   .prompt_tokens_total = 10,
+                                                   .generation_tokens_total = 20},
+                                                  {}, false);
+  const ScrapeReading r = ReadScrape({.body = page}, signals::EngineMap::Vllm());
+  ASSERT_EQ(r.result, ScrapeResult::kOk) << r.message;
+  EXPECT_EQ(r.figures.prompt_tokens_total, 10);
+  const routing::Load load = LoadOf(
+      r.figures, signals::TokenRate::Rate{.prompt_per_second = 4, .generation_per_second = 6});
+  EXPECT_EQ(load.running, 3);
+  EXPECT_EQ(load.waiting, 2);
+  EXPECT_DOUBLE_EQ(load.kv_cache_usage, 0.25);
+  EXPECT_EQ(load.kv_blocks_total, 1000);
+  EXPECT_EQ(load.kv_blocks_free, 750);
+  EXPECT_EQ(load.block_size, 16);
+  EXPECT_EQ(load.tokens_per_second, 10);
+  EXPECT_TRUE(load.available);
+}
+
+TEST(ScrapePageTest, EachFailureHasItsKind) {
+  const auto vllm = signals::EngineMap::Vllm();
+  EXPECT_EQ(ReadScrape({.error = FetchError{.kind = FetchErrorKind::kDeadline}}, vllm).result,
+            ScrapeResult::kDeadline);
+  EXPECT_EQ(ReadScrape({.error = FetchError{.kind = FetchErrorKind::kHttpStatus}}, vllm).result,
+            ScrapeResult::kHttpStatus);
+  const ScrapeReading garbage = ReadScrape({.body = "\x01\x02 not metrics {\n"}, vllm);
+  EXPECT_EQ(garbage.result, ScrapeResult::kParseError);
+  EXPECT_FALSE(garbage.message.empty());
+  const std::string sglang =
+      testing::RenderMetrics(testing::Engine::kSglang, {.running = 1}, {}, false);
+  EXPECT_EQ(ReadScrape({.body = sglang}, vllm).result, ScrapeResult::kMissingSeries);
+  EXPECT_EQ(ReadScrape({.body = sglang}, signals::EngineMap::Sglang()).result, ScrapeResult::kOk);
+  // Every fetch error kind keeps its name.
+  for (const auto& entry : kFetchErrorKindNames) {
+    EXPECT_EQ(ResultName(ResultOf(entry.value)), entry.name);
+  }
+  EXPECT_EQ(ResultName(ScrapeResult::kMissingSeries), "missing-series");
+}
+
+}  // namespace
+}  // namespace eoc::controller
