@@ -6,17 +6,6 @@
 
 namespace eoc::controller {
 
-bool ScrapePool::operator==(const ScrapePool& other) const {
-  const auto names = [](const signals::GenericMetricNames& n) {
-    return std::tie(n.running, n.waiting, n.kv_cache_usage, n.prompt_tokens, n.generation_tokens,
-                    n.model_label);
-  };
-  return key == other.key && engine == other.engine &&
-         names(generic_names) == names(other.generic_names) && path == other.path &&
-         interval == other.interval && timeout == other.timeout && access == other.access &&
-         targets == other.targets;
-}
-
 ScrapePool ScrapePoolOf(const api::InferencePool& pool,
                         const std::vector<routing::Worker>& workers) {
   const api::MetricsSpec& m = pool.spec.metrics;
@@ -26,6 +15,13 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
                  .interval = std::chrono::seconds(std::max(1, m.interval_seconds)),
                  .timeout = std::chrono::seconds(std::max(1, m.timeout_seconds)),
                  .access = m.access};
+  if (pool.spec.engine == api::Engine::kGeneric) {
+    out.generic_names.running = m.names.running;
+    out.generic_names.waiting = m.names.waiting;
+    out.generic_names.kv_cache_usage = m.names.kv_cache_usage;
+    out.generic_names.prompt_tokens = m.names.prompt_tokens;
+    out.generic_names.generation_tokens = m.names.generation_tokens;
+  }
   const std::string port = std::to_string(m.port > 0 ? m.port : pool.spec.target_port);
   out.targets.reserve(workers.size());
   for (const routing::Worker& w : workers) {

@@ -34,21 +34,19 @@ struct ScrapeTarget {
 struct ScrapePool {
   std::string key;  // "namespace/name"
   api::Engine engine = api::Engine::kVllm;
-  // TODO(spec.metrics.names): the generic engine's series come from spec.metrics.names, which
-  // the API does not have yet; until then a generic pool reads no series (its scrapes fail as
-  // missing-series) unless a caller fills these in.
-  signals::GenericMetricNames generic_names;
+  signals::GenericMetricNames generic_names;  // engine generic: spec.metrics.names
   std::string path = "/metrics";
   std::chrono::seconds interval{5};
   std::chrono::seconds timeout{2};
   api::MetricsAccess access = api::MetricsAccess::kDirect;
   std::vector<ScrapeTarget> targets;  // sorted by pod
 
-  bool operator==(const ScrapePool& other) const;
+  bool operator==(const ScrapePool&) const = default;
 };
 
 // The pool's scrape targets: each worker at its pod IP (the host of its address) and
-// spec.metrics.port, with spec.metrics' path, interval, timeout and access.
+// spec.metrics.port, with spec.metrics' path, interval, timeout, access and (engine generic)
+// names.
 ScrapePool ScrapePoolOf(const api::InferencePool& pool,
                         const std::vector<routing::Worker>& workers);
 

@@ -74,6 +74,8 @@ struct GenericMetricNames {
   std::string prompt_tokens;
   std::string generation_tokens;
   std::string model_label = "model_name";
+
+  bool operator==(const GenericMetricNames&) const = default;
 };
 
 class EngineMap {

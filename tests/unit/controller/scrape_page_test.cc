@@ -44,6 +44,28 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
   EXPECT_NE(got, ScrapePoolOf(pool, workers));
 }
 
+// A generic pool's names come from spec.metrics.names, and its pages are read by them.
+TEST(ScrapePoolTest, AGenericPoolReadsTheSpecsNames) {
+  api::InferencePool pool;
+  pool.ns = "prod";
+  pool.name = "chat";
+  pool.spec.target_port = 8000;
+  pool.spec.engine = api::Engine::kGeneric;
+  pool.spec.metrics.names = {.running = "llm_active", .waiting = "llm_queued"};
+  const ScrapePool got = ScrapePoolOf(pool, {});
+  EXPECT_EQ(got.generic_names.running, "llm_active");
+  EXPECT_EQ(got.generic_names.waiting, "llm_queued");
+  const std::string page =
+      "# TYPE llm_active gauge\nllm_active{model_name=\"m\"} 4\n"
+      "# TYPE llm_queued gauge\nllm_queued{model_name=\"m\"} 1\n";
+  const ScrapeReading r = ReadScrape({.body = page}, EngineMapOf(got.engine, got.generic_names));
+  ASSERT_EQ(r.result, ScrapeResult::kOk) << r.message;
+  EXPECT_EQ(r.figures.running, 4);
+  EXPECT_EQ(r.figures.waiting, 1);
+  pool.spec.engine = api::Engine::kVllm;  // the names are a generic pool's only
+  EXPECT_EQ(ScrapePoolOf(pool, {}).generic_names, signals::GenericMetricNames{});
+}
+
 TEST(ScrapePageTest, AGoodPageGivesTheLoad) {
   const std::string page = testing::RenderMetrics(testing::Engine::kVllm,
                                                   {.running = 3,
