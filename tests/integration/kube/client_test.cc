@@ -333,11 +333,12 @@ TEST_F(KubeClientTest, WatchEndsAtItsTimeout) {
 TEST_F(KubeClientTest, WatchConnectionsHaveTcpKeepalive) {
   auto watch = client_->StartWatch(resources::kConfigMaps, ns_, {.timeout_seconds = 60});
   ASSERT_OK(watch);
-  const std::optional<HttpUrl> server = SplitHttpUrl(plane_->server());
-  ASSERT_TRUE(server) << plane_->server();
+  const std::string url = plane_->server();  // SplitHttpUrl's views point into it
+  const std::optional<HttpUrl> server = SplitHttpUrl(url);
+  ASSERT_TRUE(server) << url;
   std::string error;
   const std::optional<HostPort> authority = SplitHostPort(server->authority, &error);
-  ASSERT_TRUE(authority && authority->port) << plane_->server() << ": " << error;
+  ASSERT_TRUE(authority && authority->port) << url << ": " << error;
   const std::string port = std::to_string(*authority->port);
   // `ss -o` shows a keepalive timer on connections with SO_KEEPALIVE set, and `-p` their owner:
   // every connection of this process to the API server must have one.
