@@ -131,11 +131,13 @@ class PoolReconcilerTest : public ::testing::Test {
 
   kube::Result<kube::ReconcileResult> Reconcile() { return reconciler_.Reconcile(kKey); }
 
-  // Reconciles, expecting a plain success.
+  // Reconciles, expecting a plain success: no backoff, and (a pool with workers) come back
+  // within the metrics interval (5 s by default) to weigh them again.
   void ReconcileOk() {
     const auto result = Reconcile();
     ASSERT_TRUE(result.ok()) << result.error().ToString();
-    EXPECT_EQ(*result, kube::ReconcileResult{});
+    EXPECT_FALSE(result->requeue);
+    EXPECT_LE(result->requeue_after, std::chrono::seconds(5));
   }
 
   // The informer catches up with the last status written, on `pool` (default: the valid spec).
@@ -328,7 +330,11 @@ class RecordingScrapePools final : public ScrapePools {
  public:
   void SetPool(ScrapePool pool) override { set.push_back(std::move(pool)); }
   void RemovePool(const std::string& key) override { removed.push_back(key); }
+  std::optional<ScrapeSummary> Summary(const std::string& key) const override {
+    return key == kKey ? summary : std::nullopt;
+  }
   std::vector<ScrapePool> set;
+  std::optional<ScrapeSummary> summary;
   std::vector<std::string> removed;
 };
 
