@@ -149,12 +149,12 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                            WorkerCount(workers.size()), gen),
                       now);
   }
-  api::SetCondition(
-      conditions,
-      inputs.scrapes ? MetricsAvailableCondition(*inputs.scrapes, gen)
-                     : Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
-                            "worker metrics are not read yet by this version of the operator", gen),
-      now);
+  api::SetCondition(conditions,
+                    inputs.scrapes
+                        ? MetricsAvailableCondition(*inputs.scrapes, gen)
+                        : Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
+                               "no scrape of the pool's workers has finished yet", gen),
+                    now);
   if (!pool.spec.autoscaling.enabled) {
     api::SetCondition(conditions,
                       Make(api::kConditionScalingActive, "False", reasons::kAutoscalingDisabled,
