@@ -142,7 +142,8 @@ class PoolReconciler final : public kube::Reconciler {
     Clock::TimePoint last_write{};
     std::unordered_map<std::string, std::string> annotation_errors;  // reported: pod -> error
     std::optional<routing::WeightKeeper> keeper;  // the leader's, from its first weighing
-    // When this replica last wrote a changed routing table; none: not since it leads.
+    // When this replica last wrote a changed routing table; none: never (then a material
+    // difference is published at once).
     std::optional<Clock::TimePoint> table_written;
   };
 
