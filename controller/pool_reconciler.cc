@@ -5,6 +5,7 @@
 #include "common/object_meta.h"
 #include "common/rfc3339.h"
 #include "controller/pool_status.h"
+#include "controller/pool_weights.h"
 #include "controller/routing_config.h"
 #include "telemetry/logging.h"
 
@@ -24,6 +25,22 @@ kube::ObjectReference Reference(const api::InferencePool& pool) {
 }
 
 kube::ReconcileResult Done() { return {}; }
+
+// Come back after `wait` (none: not).
+kube::ReconcileResult After(std::chrono::nanoseconds wait) {
+  return {.requeue_after = std::max(std::chrono::nanoseconds(0), wait)};
+}
+
+// The sooner of two requeues (zero: none).
+std::chrono::nanoseconds Sooner(std::chrono::nanoseconds a, std::chrono::nanoseconds b) {
+  if (a <= std::chrono::nanoseconds(0)) return b;
+  if (b <= std::chrono::nanoseconds(0)) return a;
+  return std::min(a, b);
+}
+
+std::chrono::seconds MetricsInterval(const api::InferencePoolSpec& spec) {
+  return std::chrono::seconds(std::max(1, spec.metrics.interval_seconds));
+}
 
 }  // namespace
 
@@ -131,7 +148,32 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
     const std::lock_guard lock(mu_);
     RecordAnnotationErrors(pool, *workers, records_[key]);
   }
-  return Publish(*object, workers->workers);
+  if (!pool.errors.empty()) return Publish(*object, workers->workers, {});
+  StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers)};
+  if (options_.scrape != nullptr) {
+    // Before a first scrape has finished, every worker would count as unavailable.
+    const auto summary = options_.scrape->Summary(key);
+    if (summary && (summary->scrapes > 0 || summary->total == 0)) inputs.scrapes = summary;
+  }
+  auto result = Publish(*object, Weigh(key, pool, workers->workers), inputs);
+  if (!result || workers->workers.empty() || !kube::MayWrite(options_.fence)) return result;
+  // Weights follow the loads: weigh again after the next scrape round at the latest (not once
+  // the Lease is lost: a leader again reconciles every pool).
+  result->requeue_after = Sooner(result->requeue_after, MetricsInterval(pool.spec));
+  return result;
+}
+
+std::vector<routing::Worker> PoolReconciler::Weigh(const std::string& key,
+                                                   const api::InferencePool& pool,
+                                                   const std::vector<routing::Worker>& workers) {
+  std::vector<routing::PoolState::ObservedLoad> observed;
+  if (options_.directory != nullptr) {
+    if (const auto state = options_.directory->Find(key)) observed = state->Loads();
+  }
+  const std::lock_guard lock(mu_);
+  PoolRecord& record = records_[key];
+  if (!record.keeper) record.keeper.emplace(MetricsInterval(pool.spec));
+  return WeighWorkers(pool.spec, workers, observed, *record.keeper, clock_.Now());
 }
 
 void PoolReconciler::StatusWritten(StatusWrite outcome) {
@@ -139,19 +181,38 @@ void PoolReconciler::StatusWritten(StatusWrite outcome) {
 }
 
 kube::Result<kube::ReconcileResult> PoolReconciler::Publish(
-    const PoolObject& object, const std::vector<routing::Worker>& workers) {
+    const PoolObject& object, const std::vector<routing::Worker>& workers,
+    const StatusInputs& inputs) {
   const std::string key = PoolKey(object.pool);
   PoolObject current = object;
   kube::Status conflict;
   for (int attempt = 0; attempt < std::max(1, options_.max_conflict_attempts); ++attempt) {
     const std::string now = FormatRfc3339(clock_.WallNow());
-    api::InferencePoolStatus next = DesiredStatus(current.pool, workers, now);
-    if (next == current.pool.status) return Done();
+    const Clock::TimePoint steady = clock_.Now();
+    StatusInputs in = inputs;
+    std::chrono::nanoseconds wait{0};  // until a table not yet due may be published
+    if (current.pool.errors.empty()) {
+      Clock::TimePoint published_at;
+      {
+        const std::lock_guard lock(mu_);
+        // Not written since this replica leads: as if long enough ago for anything material.
+        published_at = records_[key].table_written.value_or(
+            steady - std::max<std::chrono::nanoseconds>(
+                         std::chrono::seconds(current.pool.spec.routing.publish_interval_seconds),
+                         std::chrono::seconds(1)));
+      }
+      const routing::PublishDecision decision =
+          DecideTablePublish(current.pool, PublishedWorkers(workers), published_at, steady);
+      in.keep_table = !decision.publish();
+      if (decision.verdict == routing::PublishVerdict::kNotYet) wait = decision.earliest - steady;
+    }
+    api::InferencePoolStatus next = DesiredStatus(current.pool, workers, now, in);
+    if (next == current.pool.status) return After(wait);
     {  // at most one write per interval per pool: a change inside it waits for the rest
       const std::lock_guard lock(mu_);
-      const auto since = clock_.Now() - records_[key].last_write;
+      const auto since = steady - records_[key].last_write;
       if (since < options_.min_publish_interval) {
-        return kube::ReconcileResult{.requeue_after = options_.min_publish_interval - since};
+        return After(Sooner(wait, options_.min_publish_interval - since));
       }
     }
     const nlohmann::json body = {{"apiVersion", api::kApiVersion},
@@ -170,10 +231,12 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Publish(
       StatusWritten(StatusWrite::kWritten);
       {
         const std::lock_guard lock(mu_);
-        records_[key].last_write = clock_.Now();
+        PoolRecord& record = records_[key];
+        record.last_write = clock_.Now();
+        if (next.routing != current.pool.status.routing) record.table_written = record.last_write;
       }
       RecordSpecEvents(current.pool, next);
-      return Done();
+      return After(wait);
     }
     const kube::Status& error = written.error();
     if (error.IsNotFound()) return Done();  // deleted meanwhile

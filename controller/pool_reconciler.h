@@ -12,6 +12,13 @@
 // Status is written only when it changes, at most once per min_publish_interval per pool (a
 // change inside it asks to be reconciled again when the interval is over), retrying on a conflict
 // with a fresh read, and only while the write fence says the Lease is held.
+//
+// The routing table (leader only): each reconcile of a valid pool weighs its workers from their
+// last scraped loads in the pool's routing state (WeighWorkers, with a WeightKeeper per pool kept
+// here), and DecideTablePublish says whether that candidate table is published now (its weights
+// and a new generation), later (requeue_after: the time it may be) or not at all (the published
+// table stays as it is, so an unchanged status is not rewritten). A pool with workers is
+// reconciled again at least every spec.metrics.intervalSeconds, so weights follow the loads.
 #pragma once
 
 #include <atomic>
@@ -19,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +34,7 @@
 #include "api/inference_pool.h"
 #include "common/clock.h"
 #include "controller/pool_metrics.h"
+#include "controller/pool_status.h"
 #include "controller/scrape_pool.h"
 #include "controller/workers.h"
 #include "kube/client.h"
@@ -35,6 +44,7 @@
 #include "kube/pod_view.h"
 #include "kube/write_fence.h"
 #include "routing/pool_directory.h"
+#include "routing/weight_keeper.h"
 
 namespace eoc::telemetry {
 class Logger;
@@ -105,6 +115,7 @@ struct PoolReconcilerOptions {
   routing::PoolDirectory* directory = nullptr;
   // Where each valid pool's scrape targets go (the scrape loop, every replica), whenever the pool
   // is reconciled; null: none. Must outlive the reconciler; never blocks.
+  // Its Summary(key) is the MetricsAvailable condition (leader).
   ScrapePools* scrape = nullptr;
 };
 
@@ -130,12 +141,21 @@ class PoolReconciler final : public kube::Reconciler {
     std::shared_ptr<const PoolMembers> workers;
     Clock::TimePoint last_write{};
     std::unordered_map<std::string, std::string> annotation_errors;  // reported: pod -> error
+    std::optional<routing::WeightKeeper> keeper;  // the leader's, from its first weighing
+    // When this replica last wrote a changed routing table; none: never (then a material
+    // difference is published at once).
+    std::optional<Clock::TimePoint> table_written;
   };
 
   void Forget(const std::string& key);
   // Writes `object`'s status if it differs; on a conflict reads the pool again and recomputes.
+  // `workers` carry the candidate weights (WeighWorkers); the publish decision picks the table.
   kube::Result<kube::ReconcileResult> Publish(const PoolObject& object,
-                                              const std::vector<routing::Worker>& workers);
+                                              const std::vector<routing::Worker>& workers,
+                                              const StatusInputs& inputs);
+  // The pool's workers with the weights the leader would publish now.
+  std::vector<routing::Worker> Weigh(const std::string& key, const api::InferencePool& pool,
+                                     const std::vector<routing::Worker>& workers);
   void StatusWritten(StatusWrite outcome);
   void RecordSpecEvents(const api::InferencePool& pool, const api::InferencePoolStatus& written);
   void RecordAnnotationErrors(const api::InferencePool& pool, const PoolMembers& members,

@@ -17,6 +17,21 @@ api::Condition Make(std::string_view type, const char* status, const char* reaso
           .observed_generation = generation};
 }
 
+// "; no spec.energy.profiles entry matches accelerator A, B (and 3 more): ..."; "" for none.
+std::string MissingProfilesNote(const std::vector<std::string>& accelerators) {
+  if (accelerators.empty()) return "";
+  std::string out = "; no spec.energy.profiles entry matches accelerator ";
+  const std::size_t shown = std::min(accelerators.size(), kErrorsInMessage);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += ", ";
+    out += accelerators[i];
+  }
+  if (accelerators.size() > shown) {
+    out += " (and " + std::to_string(accelerators.size() - shown) + " more)";
+  }
+  return out + ": their workers are weighed by busyness alone";
+}
+
 std::string WorkerCount(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " worker is ready" : " workers are ready");
 }
@@ -38,16 +53,18 @@ std::string DescribeErrors(const std::vector<api::FieldError>& errors) {
 
 api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int64_t generation) {
   const auto type = api::kConditionMetricsAvailable;
-  if (summary.available == 0 && summary.unavailable == 0) {
+  const std::size_t available = std::min(summary.ok, summary.total);
+  const std::size_t unavailable = summary.total - available;
+  if (available == 0 && unavailable == 0) {
     return Make(type, "Unknown", reasons::kNoReadyWorkers,
                 "the pool has no worker to read metrics from", generation);
   }
-  if (summary.available == 0) {
+  if (available == 0) {
     return Make(type, "False", reasons::kNoMetricsAvailable,
                 "no worker's metrics could be read; see the eoc_worker_scrape_* metrics",
                 generation);
   }
-  if (summary.unavailable > 0) {
+  if (unavailable > 0) {
     return Make(type, "True", reasons::kSomeMetricsUnavailable,
                 "some workers' metrics could not be read; see the eoc_worker_scrape_* metrics",
                 generation);
@@ -85,8 +102,7 @@ api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
 
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                                        const std::vector<routing::Worker>& workers,
-                                       const std::string& now,
-                                       const std::optional<ScrapeSummary>& scrapes) {
+                                       const std::string& now, const StatusInputs& inputs) {
   api::InferencePoolStatus next = pool.status;
   const std::int64_t gen = pool.generation;
   next.observed_generation = gen;
@@ -105,18 +121,27 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
       conditions,
       Make(api::kConditionSpecValid, "True", reasons::kSpecValid, "the spec is valid", gen), now);
   next.ready_workers = static_cast<std::int32_t>(workers.size());
-  next.routing = BuildRoutingTable(pool.spec, workers, pool.status.routing);
+  if (!inputs.keep_table || !pool.status.routing) {
+    next.routing = BuildRoutingTable(pool.spec, workers, pool.status.routing);
+  }
+  const std::string profiles = MissingProfilesNote(inputs.missing_profiles);
   if (workers.empty()) {
     api::SetCondition(conditions,
                       Make(api::kConditionReady, "False", reasons::kNoReadyWorkers,
                            "no pod matching the selector is ready", gen),
                       now);
   } else if (workers.size() > api::kMaxRoutingTableWorkers) {
+    api::SetCondition(
+        conditions,
+        Make(api::kConditionReady, "True", reasons::kTableTruncated,
+             WorkerCount(workers.size()) + "; the routing table lists the first " +
+                 std::to_string(api::kMaxRoutingTableWorkers) + " by pod name" + profiles,
+             gen),
+        now);
+  } else if (!profiles.empty()) {
     api::SetCondition(conditions,
-                      Make(api::kConditionReady, "True", reasons::kTableTruncated,
-                           WorkerCount(workers.size()) + "; the routing table lists the first " +
-                               std::to_string(api::kMaxRoutingTableWorkers) + " by pod name",
-                           gen),
+                      Make(api::kConditionReady, "True", reasons::kEnergyProfileMissing,
+                           WorkerCount(workers.size()) + profiles, gen),
                       now);
   } else {
     api::SetCondition(conditions,
@@ -124,12 +149,12 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                            WorkerCount(workers.size()), gen),
                       now);
   }
-  api::SetCondition(
-      conditions,
-      scrapes ? MetricsAvailableCondition(*scrapes, gen)
-              : Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
-                     "worker metrics are not read yet by this version of the operator", gen),
-      now);
+  api::SetCondition(conditions,
+                    inputs.scrapes
+                        ? MetricsAvailableCondition(*inputs.scrapes, gen)
+                        : Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
+                               "no scrape of the pool's workers has finished yet", gen),
+                    now);
   if (!pool.spec.autoscaling.enabled) {
     api::SetCondition(conditions,
                       Make(api::kConditionScalingActive, "False", reasons::kAutoscalingDisabled,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "controller/scrape_pool.h"
 #include "controller/workers.h"
 
 namespace eoc::controller {
@@ -24,6 +25,7 @@ inline constexpr const char* kSpecInvalid = "InvalidSpec";
 inline constexpr const char* kWorkersReady = "WorkersReady";
 inline constexpr const char* kNoReadyWorkers = "NoReadyWorkers";
 inline constexpr const char* kTableTruncated = "RoutingTableTruncated";
+inline constexpr const char* kEnergyProfileMissing = "EnergyProfileMissing";
 inline constexpr const char* kNotScraped = "NotScraped";
 inline constexpr const char* kAllMetricsAvailable = "AllAvailable";
 inline constexpr const char* kSomeMetricsUnavailable = "SomeUnavailable";
@@ -32,16 +34,8 @@ inline constexpr const char* kAutoscalingDisabled = "AutoscalingDisabled";
 inline constexpr const char* kAutoscalerNotRunning = "AutoscalerNotRunning";
 }  // namespace reasons
 
-// What the last scrape round found of a pool's workers: how many were scraped successfully in
-// their last interval, and how many were not.
-struct ScrapeSummary {
-  std::size_t available = 0;
-  std::size_t unavailable = 0;
-
-  bool operator==(const ScrapeSummary&) const = default;
-};
-
 // The MetricsAvailable condition for `summary`:
+// (available: summary.ok; unavailable: the rest of summary.total)
 //   every worker read          True     AllAvailable
 //   some read, some not        True     SomeUnavailable
 //   none read                  False    NoneAvailable
@@ -62,15 +56,29 @@ api::RoutingTable BuildRoutingTable(const api::InferencePoolSpec& spec,
                                     const std::vector<routing::Worker>& workers,
                                     const std::optional<api::RoutingTable>& previous);
 
+// What the reconciler knows beside the pool and its workers.
+struct StatusInputs {
+  // What the scrape loop last saw of the pool; nullopt while nothing scrapes it.
+  std::optional<ScrapeSummary> scrapes;
+  // Keep the published table (pool.status.routing) as it is rather than build one from the
+  // workers: the publish decision said "not yet" or "nothing material changed". Ignored while
+  // nothing is published.
+  bool keep_table = false;
+  // The accelerators no spec.energy.profiles entry matches (MissingEnergyProfiles).
+  std::vector<std::string> missing_profiles;
+};
+
 // The whole status for `pool` as it should be now: conditions keep their transition times where
 // their status did not change (`now` is RFC 3339). A pool with an invalid spec keeps its last
-// routing table (its workers keep serving) and says why it is not Ready. MetricsAvailable is
-// MetricsAvailableCondition(*scrapes), or Unknown/NotScraped while nothing scrapes the pool
-// (`scrapes` empty).
+// routing table (its workers keep serving) and says why it is not Ready. The table is
+// BuildRoutingTable(workers) unless `inputs.keep_table`. MetricsAvailable is
+// MetricsAvailableCondition(*inputs.scrapes), or Unknown/NotScraped while nothing scrapes the
+// pool. Workers without an energy profile under an energy strategy leave Ready True with the
+// reason EnergyProfileMissing (RoutingTableTruncated wins the reason; the message says both),
+// naming the first few accelerators and how many more.
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                                        const std::vector<routing::Worker>& workers,
-                                       const std::string& now,
-                                       const std::optional<ScrapeSummary>& scrapes = std::nullopt);
+                                       const std::string& now, const StatusInputs& inputs = {});
 
 // "spec.targetPort: ...; spec.selector: ..." (the first few errors, and how many more).
 std::string DescribeErrors(const std::vector<api::FieldError>& errors);

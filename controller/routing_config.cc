@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "api/names.h"
 #include "controller/pool_status.h"
 #include "controller/workers.h"
 #include "routing/ids.h"
+#include "routing/weights.h"
 
 namespace eoc::controller {
 
@@ -38,24 +42,70 @@ routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec) {
   };
 }
 
+routing::PublishRules PublishRulesOf(const api::RoutingSpec& routing) {
+  return {.threshold = routing.publish_threshold,
+          .interval = std::chrono::seconds(std::max(0, routing.publish_interval_seconds))};
+}
+
+std::vector<routing::Worker> TableWorkers(const api::InferencePool& pool) {
+  std::vector<routing::Worker> out;
+  if (!pool.status.routing) return out;
+  out.reserve(pool.status.routing->workers.size());
+  for (const api::RoutingWorker& w : pool.status.routing->workers) {
+    routing::Worker worker;
+    worker.pod = pool.ns + "/" + w.pod;
+    worker.key = routing::WorkerKeyOf(worker.pod);
+    worker.address = w.address;
+    worker.weight = w.weight;
+    worker.draining = w.draining;
+    worker.capability.models = w.models;
+    out.push_back(std::move(worker));
+  }
+  return out;
+}
+
+routing::PublishDecision DecideTablePublish(const api::InferencePool& pool,
+                                            std::span<const routing::Worker> candidate,
+                                            std::chrono::steady_clock::time_point published_at,
+                                            std::chrono::steady_clock::time_point now) {
+  const Strategy strategy = pool.spec.routing.strategy;
+  const routing::PublishRules rules = PublishRulesOf(pool.spec.routing);
+  const auto published =
+      pool.status.routing ? StrategyNamed(pool.status.routing->strategy) : std::nullopt;
+  if (!published) return routing::DecidePublish(std::nullopt, strategy, candidate, now, rules);
+  const std::vector<routing::Worker> table = TableWorkers(pool);
+  const routing::LastPublication last{.strategy = *published, .workers = table, .at = published_at};
+  return routing::DecidePublish(last, strategy, candidate, now, rules);
+}
+
 void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::InferencePool& pool,
                          const std::vector<routing::Worker>& workers,
                          std::chrono::steady_clock::time_point now) {
   const auto state = directory.Configure(pool.ns + "/" + pool.name, RoutingOptions(pool.spec), now);
   const auto published = PublishedWorkers(workers);
+  std::vector<routing::Worker> listed(published.begin(), published.end());
+  const auto& table = pool.status.routing;
+  if (table) {
+    std::unordered_map<std::string_view, std::int32_t> weights;
+    weights.reserve(table->workers.size());
+    for (const api::RoutingWorker& w : table->workers) weights.emplace(w.pod, w.weight);
+    for (routing::Worker& w : listed) {
+      const auto it = weights.find(PodName(w));
+      w.weight = it == weights.end() ? 0 : it->second;
+    }
+  } else {
+    for (routing::Worker& w : listed) w.weight = routing::kMaxWeight;
+  }
   const Strategy strategy = pool.spec.routing.strategy;
-  const std::int64_t generation =
-      BuildRoutingTable(pool.spec, workers, pool.status.routing).generation;
+  const std::int64_t generation = BuildRoutingTable(pool.spec, listed, table).generation;
   const auto current = state->snapshot();
   if (current != nullptr && current->generation() == generation &&
       current->strategy() == strategy &&
-      std::equal(published.begin(), published.end(), current->workers().begin(),
+      std::equal(listed.begin(), listed.end(), current->workers().begin(),
                  current->workers().end())) {
     return;
   }
-  state->SetSnapshot(
-      routing::PoolSnapshot::Build({published.begin(), published.end()}, generation, strategy),
-      now);
+  state->SetSnapshot(routing::PoolSnapshot::Build(std::move(listed), generation, strategy), now);
 }
 
 }  // namespace eoc::controller

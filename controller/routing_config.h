@@ -1,21 +1,26 @@
 // Where a pool's spec and workers become its routing state: the one place where the API's
 // `spec.routing` (api::RoutingSpec, with the CRD's defaults) is mapped onto the engine's options
-// (routing::PoolState::Options), and where the reconciler writes the pool directory that the pick
-// path reads. `api` and `routing` may not include each other (DESIGN.md), so this mapping lives
-// here, in controller/, and nowhere else; the words both share (Strategy, Accelerator,
-// EnergyProfile) are one definition in common/routing_terms.h, so nothing else needs mapping.
+// (routing::PoolState::Options) and publish rules, and the published table (status.routing,
+// api::RoutingTable) onto the engine's workers, and where the reconciler writes the pool
+// directory that the pick path reads. `api` and `routing` may not include each other (DESIGN.md),
+// so this mapping lives here, in controller/, and nowhere else; the words both share (Strategy,
+// Accelerator, EnergyProfile) are one definition in common/routing_terms.h, so nothing else needs
+// mapping.
 //
 //   routing::PoolState::Options options = RoutingOptions(pool.spec);
 //   UpdatePoolDirectory(directory, pool, members.workers, clock.Now());  // after SelectWorkers
+//   PublishDecision d = DecideTablePublish(pool, candidate, last_written, clock.Now());  // leader
 //   directory.Remove(key);                                               // the pool is gone
 #pragma once
 
 #include <chrono>
+#include <span>
 #include <vector>
 
 #include "api/inference_pool.h"
 #include "routing/pool_directory.h"
 #include "routing/pool_state.h"
+#include "routing/publish_decision.h"
 #include "routing/worker.h"
 
 namespace eoc::controller {
@@ -24,14 +29,34 @@ namespace eoc::controller {
 // pool has no worker when the autoscaler applies its decisions, as it can scale from zero).
 routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec);
 
+// The pool's spec.routing publish rules: publishThreshold and publishIntervalSeconds.
+routing::PublishRules PublishRulesOf(const api::RoutingSpec& routing);
+
+// The workers of the pool's published table (status.routing) as the engine's workers (key, pod
+// "namespace/name", address, weight, draining, models); empty when nothing is published.
+std::vector<routing::Worker> TableWorkers(const api::InferencePool& pool);
+
+// DecidePublish for `candidate` (the workers with the weights the leader computed, as the table
+// would list them) against the pool's published table, last written at `published_at`, under the
+// pool's spec. A pool with no table, or one whose strategy this operator cannot read, publishes
+// now (kFirst).
+routing::PublishDecision DecideTablePublish(const api::InferencePool& pool,
+                                            std::span<const routing::Worker> candidate,
+                                            std::chrono::steady_clock::time_point published_at,
+                                            std::chrono::steady_clock::time_point now);
+
 // Brings the pool's entry in `directory` up to date with a valid `pool` and its `workers`: adds
 // it, or reconfigures its state in place when spec.routing changed (PoolState::Reconfigure says
-// what survives), and gives it a new snapshot when the workers the routing table lists
-// (PublishedWorkers), the strategy or the generation changed. The snapshot is made from the same
-// list as the table the leader publishes (BuildRoutingTable), with the generation that table has
-// or will have against the pool's last published status, so picks name the generation `kubectl`
-// shows. Unchanged, it costs a comparison of the list (building a snapshot costs about 25 ms at
-// 1,000 workers).
+// what survives), and gives it a new snapshot when its workers, their weights, the strategy or
+// the generation changed. Membership is this replica's own and immediate: the snapshot holds the
+// workers the table lists (PublishedWorkers of `workers`), whatever the published table says.
+// Weights come from the published table (status.routing), so every replica places new sessions
+// alike: a worker the table lists has its published weight; one it does not list yet has weight
+// 0 (it takes no new placement until the leader lists it, within a second); a worker the table
+// lists that is not among `workers` is absent. Before the first publication (no status.routing)
+// every worker weighs routing::kMaxWeight. The generation is the table's when the snapshot's
+// workers match it, else the next (the one the leader's next table will have). Unchanged, it
+// costs a comparison of the list (building a snapshot costs about 25 ms at 1,000 workers).
 void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::InferencePool& pool,
                          const std::vector<routing::Worker>& workers,
                          std::chrono::steady_clock::time_point now);

@@ -54,14 +54,6 @@ struct ScrapeLoopOptions {
   ScrapeMetrics* metrics = nullptr;  // null: none
 };
 
-// A pool's scrapes as the loop last saw them.
-struct ScrapeSummary {
-  std::size_t ok = 0;         // workers whose last scrape was good (within its last interval)
-  std::size_t total = 0;      // workers
-  std::uint64_t rounds = 0;   // rounds started
-  std::uint64_t scrapes = 0;  // scrapes finished (good or not)
-};
-
 class ScrapeLoop final : public ScrapePools {
  public:
   // The fetchers, directory, metrics and clock must outlive the loop; the fetchers may call back
@@ -82,7 +74,7 @@ class ScrapeLoop final : public ScrapePools {
   void RemovePool(const std::string& key) override;
 
   // The pool's summary; nullopt for a pool the loop has not (yet) applied.
-  std::optional<ScrapeSummary> Summary(const std::string& key) const;
+  std::optional<ScrapeSummary> Summary(const std::string& key) const override;
 
  private:
   struct Inbox;  // what other threads hand the loop: pool changes and fetch answers

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,17 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
 // The engine map that reads a pool's pages.
 signals::EngineMap EngineMapOf(api::Engine engine, const signals::GenericMetricNames& generic);
 
+// A pool's scrapes as the loop last saw them (the reconciler's MetricsAvailable reads ok and
+// total).
+struct ScrapeSummary {
+  std::size_t ok = 0;         // workers whose last scrape was good (within its last interval)
+  std::size_t total = 0;      // workers
+  std::uint64_t rounds = 0;   // rounds started
+  std::uint64_t scrapes = 0;  // scrapes finished (good or not)
+
+  bool operator==(const ScrapeSummary&) const = default;
+};
+
 // Where the reconciler hands each valid pool's targets. Implementations must not block (no I/O,
 // no waiting on a scrape). Thread-safe.
 class ScrapePools {
@@ -62,6 +75,8 @@ class ScrapePools {
   virtual void SetPool(ScrapePool pool) = 0;
   // The pool is gone: its workers' state and series go too.
   virtual void RemovePool(const std::string& key) = 0;
+  // The pool's summary; nullopt for a pool not (yet) scraped.
+  virtual std::optional<ScrapeSummary> Summary(const std::string& key) const = 0;
 };
 
 }  // namespace eoc::controller

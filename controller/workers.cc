@@ -20,17 +20,6 @@ Accelerator AcceleratorOf(const kube::PodView& pod) {
   return Accelerator::kCpu;
 }
 
-// The spec's profile for the product, else for the class; none (all zero) when neither is there.
-routing::EnergyProfile ProfileFor(const routing::Capability& capability,
-                                  const api::EnergySpec& energy) {
-  const api::AcceleratorProfile* by_class = nullptr;
-  for (const auto& profile : energy.profiles) {
-    if (profile.accelerator == capability.accelerator_product) return profile.energy;
-    if (profile.accelerator == AcceleratorName(capability.accelerator)) by_class = &profile;
-  }
-  return by_class != nullptr ? by_class->energy : routing::EnergyProfile{};
-}
-
 // "a, b,,c" -> {"a", "b", "c"}; nullopt when it names no model or too many.
 std::optional<std::vector<std::string>> ParseModels(std::string_view list) {
   std::vector<std::string> models;
@@ -56,6 +45,16 @@ std::optional<std::int32_t> ParsePositive(std::string_view text) {
 }
 
 }  // namespace
+
+const api::AcceleratorProfile* FindProfile(const routing::Capability& capability,
+                                           const api::EnergySpec& energy) {
+  const api::AcceleratorProfile* by_class = nullptr;
+  for (const auto& profile : energy.profiles) {
+    if (profile.accelerator == capability.accelerator_product) return &profile;
+    if (profile.accelerator == AcceleratorName(capability.accelerator)) by_class = &profile;
+  }
+  return by_class;
+}
 
 bool IsServing(const kube::PodView& pod) {
   return pod.ready && !pod.terminating() && !pod.pod_ip.empty() &&
@@ -109,7 +108,8 @@ DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* n
                Quoted(*limit);
     }
   }
-  w.profile = ProfileFor(c, spec.energy);
+  const api::AcceleratorProfile* profile = FindProfile(c, spec.energy);
+  w.profile = profile != nullptr ? profile->energy : routing::EnergyProfile{};
   return out;
 }
 

@@ -22,12 +22,14 @@
 #include "api/inference_pool.h"
 #include "kube/node_view.h"
 #include "kube/pod_view.h"
+#include "routing/weights.h"
 #include "routing/worker.h"
 
 namespace eoc::controller {
 
-// The weight every worker has until measured load gives them their own (the signals issue).
-inline constexpr std::int32_t kEqualWeight = 1000;
+// The weight DescribeWorker gives every worker: the leader weighs them from their loads
+// (pool_weights.h) and the snapshot takes the published table's (routing_config.h).
+inline constexpr std::int32_t kEqualWeight = routing::kMaxWeight;
 
 // The node label that names a GPU's product (NVIDIA's GPU feature discovery sets it).
 inline constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
@@ -61,10 +63,16 @@ bool IsServing(const kube::PodView& pod);
 
 // The worker a serving pod of a pool with `spec` makes; `node` may be null (not yet seen). Its
 // `pod` is "namespace/name" and its key WorkerKeyOf that; its energy profile is the spec's for
-// its accelerator product, else for its accelerator class, else none (all zero); its weight is
-// kEqualWeight until measured load gives it its own (the signals issue).
+// its accelerator product, else for its accelerator class, else none (all zero: FindProfile); its
+// weight is kEqualWeight.
 DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* node,
                                const api::InferencePoolSpec& spec);
+
+// The spec's energy profile for a worker with `capability`: the entry naming its accelerator
+// product, else its accelerator class; nullptr when none does (its profile is then all zero, and
+// the energy strategies weigh it by busyness alone: pool_weights.h).
+const api::AcceleratorProfile* FindProfile(const routing::Capability& capability,
+                                           const api::EnergySpec& energy);
 
 using NodeLookup = std::function<std::shared_ptr<const kube::NodeView>(const std::string& name)>;
 

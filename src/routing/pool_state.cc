@@ -333,6 +333,19 @@ std::optional<PoolState::TimePoint> PoolState::NextDeadline() const {
   return waiting_.NextDeadline();
 }
 
+std::vector<PoolState::ObservedLoad> PoolState::Loads() const {
+  const std::lock_guard lock(update_mu_);
+  std::vector<ObservedLoad> out;
+  out.reserve(cells_.size());
+  for (const auto& [key, cell] : cells_) {
+    out.push_back(
+        {.worker = key,
+         .load = cell->last,
+         .picks_since_scrape = static_cast<double>(cell->picks.load(std::memory_order_relaxed))});
+  }
+  return out;
+}
+
 std::optional<double> PoolState::Busyness(WorkerKey worker) const {
   const ViewPtr view = LoadView();
   if (!view->snapshot) return std::nullopt;

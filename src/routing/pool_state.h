@@ -84,6 +84,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "routing/ids.h"
 #include "routing/pick.h"
@@ -180,6 +181,16 @@ class PoolState {
   void Tick(TimePoint now);
   std::optional<TimePoint> NextDeadline() const;
 
+  // One worker's last scraped load and the picks this replica sent it since (what the leader's
+  // weights read: ComputeWeights' WorkerLoad).
+  struct ObservedLoad {
+    WorkerKey worker = 0;
+    Load load;  // available false until a scrape with data, or when the last had none
+    double picks_since_scrape = 0;
+  };
+  // Every worker this state has a cell for (those of the current snapshot), in no set order.
+  std::vector<ObservedLoad> Loads() const;
+
   // The worker's busyness as this replica sees it (scraped load plus its picks since), and
   // whether it has room for `tokens`; nullopt for a worker not in the snapshot.
   std::optional<double> Busyness(WorkerKey worker) const;
@@ -221,7 +232,7 @@ class PoolState {
   Published<View> view_;
   mutable std::atomic<std::uint64_t> round_robin_{0};
 
-  std::mutex update_mu_;  // serialises SetSnapshot, Reconfigure and ObserveLoad
+  mutable std::mutex update_mu_;  // serialises SetSnapshot, Reconfigure and ObserveLoad
   std::unordered_map<WorkerKey, std::shared_ptr<WorkerCell>> cells_;  // guarded by update_mu_
   std::uint64_t observations_ = 0;  // numbers cells' epochs, unique per cell; under update_mu_
   bool Observe(WorkerKey worker, const Load& load, TimePoint now, const ScrapeMark* since);

@@ -22,9 +22,11 @@ ScrapeMark WorkerCell::Mark() const {
 
 void WorkerCell::Observe(const Load& load, const ScrapeMark* since, std::uint64_t next_epoch) {
   if (!load.available) {
+    last.available = false;
     block_size.store(0, std::memory_order_relaxed);
     return;
   }
+  last = load;
   const bool same = since != nullptr && since->epoch == epoch;
   const bool kv_known = load.block_size > 0 && load.kv_blocks_total > 0;
   queued.store(std::max(0.0, load.running + load.waiting), std::memory_order_relaxed);

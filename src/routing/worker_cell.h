@@ -53,6 +53,10 @@ struct alignas(64) WorkerCell {
   // Which observation the counts are since; written by Observe, read by Mark (PoolState
   // serialises both under its update lock).
   std::uint64_t epoch = 0;
+  // The last load observed, for the leader's weights (PoolState::Loads): an unavailable load keeps
+  // the figures of the last one that had data, with `available` false. Written by Observe, read
+  // by PoolState::Loads, both under PoolState's update lock.
+  Load last;
 
   // The counts now, for a scrape about to start.
   ScrapeMark Mark() const;

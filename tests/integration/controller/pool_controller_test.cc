@@ -233,7 +233,8 @@ TEST_F(PoolControllerTest, NoStatusIsWrittenWhileTheFenceSaysNo) {
   EXPECT_FALSE(unwritten->contains("status")) << unwritten->dump();
 
   holds_lease = true;
-  EXPECT_EQ(kube::OutcomeOf(fenced.Reconcile(key)), kube::ReconcileOutcome::kSuccess);
+  // Written; and, the pool having a worker, it asks to be weighed again (requeue_after).
+  EXPECT_EQ(kube::OutcomeOf(fenced.Reconcile(key)), kube::ReconcileOutcome::kRequeue);
   EXPECT_EQ(Status("fenced").ready_workers, 1);
   fenced.Stop();
 }

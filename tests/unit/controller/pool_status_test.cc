@@ -163,7 +163,7 @@ TEST(DesiredStatusTest, AutoscalingOnIsReportedAsNotRunningYet) {
 }
 
 ScrapeSummary Read(std::size_t available, std::size_t unavailable) {
-  return {.available = available, .unavailable = unavailable};
+  return {.ok = available, .total = available + unavailable};
 }
 
 TEST(MetricsAvailableTest, EveryWorkerReadIsTrue) {
@@ -209,35 +209,35 @@ TEST(MetricsAvailableTest, TheConditionCarriesNoCountsThatChangeEveryScrape) {
 TEST(MetricsAvailableTest, DesiredStatusSetsItFromTheSummary) {
   api::InferencePool pool = Pool();
   const std::vector<Worker> workers = {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000")};
-  pool.status = DesiredStatus(pool, workers, kT0, Read(2, 0));
+  pool.status = DesiredStatus(pool, workers, kT0, {.scrapes = Read(2, 0)});
   EXPECT_EQ(Cond(pool.status, "MetricsAvailable").reason,
             std::string(reasons::kAllMetricsAvailable));
   EXPECT_EQ(Cond(pool.status, "MetricsAvailable").last_transition_time, kT0);
   // The same summary later: no write needed.
-  EXPECT_EQ(DesiredStatus(pool, workers, kT1, Read(2, 0)), pool.status);
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1, {.scrapes = Read(2, 0)}), pool.status);
 }
 
 TEST(MetricsAvailableTest, AFlappingWorkerAmongFailingOnesDoesNotRewriteStatus) {
   api::InferencePool pool = Pool();
   const std::vector<Worker> workers = {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000"),
                                        W("c", "10.0.0.3:8000")};
-  pool.status = DesiredStatus(pool, workers, kT0, Read(2, 1));
-  EXPECT_EQ(DesiredStatus(pool, workers, kT1, Read(1, 2)), pool.status);
-  EXPECT_EQ(DesiredStatus(pool, workers, kT1, Read(2, 1)), pool.status);
+  pool.status = DesiredStatus(pool, workers, kT0, {.scrapes = Read(2, 1)});
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1, {.scrapes = Read(1, 2)}), pool.status);
+  EXPECT_EQ(DesiredStatus(pool, workers, kT1, {.scrapes = Read(2, 1)}), pool.status);
 }
 
 TEST(MetricsAvailableTest, TheTransitionTimeMovesWithTheStatusOnly) {
   api::InferencePool pool = Pool();
   const std::vector<Worker> workers = {W("a", "10.0.0.1:8000"), W("b", "10.0.0.2:8000")};
-  pool.status = DesiredStatus(pool, workers, kT0, Read(2, 0));
+  pool.status = DesiredStatus(pool, workers, kT0, {.scrapes = Read(2, 0)});
   // True to True with another reason: the reason changes, the transition time stays.
-  pool.status = DesiredStatus(pool, workers, kT1, Read(1, 1));
+  pool.status = DesiredStatus(pool, workers, kT1, {.scrapes = Read(1, 1)});
   EXPECT_EQ(Cond(pool.status, "MetricsAvailable").reason,
             std::string(reasons::kSomeMetricsUnavailable));
   EXPECT_EQ(Cond(pool.status, "MetricsAvailable").last_transition_time, kT0);
   // True to False: a transition.
   const char* t2 = "2026-11-30T10:06:00Z";
-  pool.status = DesiredStatus(pool, workers, t2, Read(0, 2));
+  pool.status = DesiredStatus(pool, workers, t2, {.scrapes = Read(0, 2)});
   EXPECT_EQ(Cond(pool.status, "MetricsAvailable").status, "False");
   EXPECT_EQ(Cond(pool.status, "MetricsAvailable").last_transition_time, t2);
 }

@@ -131,5 +131,59 @@ TEST_F(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
   EXPECT_EQ(state_->snapshot()->size(), api::kMaxRoutingTableWorkers);
 }
 
+TEST_F(UpdatePoolDirectoryTest, WeightsComeFromThePublishedTable) {
+  EXPECT_EQ(state_->snapshot()->worker(0).weight, routing::kMaxWeight);  // nothing published yet
+  api::RoutingTable table = BuildRoutingTable(pool_.spec, workers_, std::nullopt);
+  table.workers[1].weight = 250;  // b, as the leader weighed it
+  table.workers.push_back({.pod = "z", .address = "z:8000", .weight = 900});  // not seen here
+  pool_.status.routing = table;
+  UpdatePoolDirectory(directory_, pool_, {W("a"), W("b"), W("c")}, kNow);
+  const auto snapshot = state_->snapshot();
+  ASSERT_EQ(snapshot->size(), 3U);  // z absent: membership is local
+  EXPECT_EQ(snapshot->worker(0).weight, 1000);
+  EXPECT_EQ(snapshot->worker(1).weight, 250);
+  EXPECT_EQ(PodName(snapshot->worker(2)), "c");
+  EXPECT_EQ(snapshot->worker(2).weight, 0);  // takes no new placement until listed
+  EXPECT_FALSE(snapshot->TakesNewWork(2));
+}
+
+TEST(TableWorkersTest, MapsThePublishedTableOntoTheEnginesWorkers) {
+  api::InferencePool pool = Pool();
+  EXPECT_TRUE(TableWorkers(pool).empty());
+  pool.status.routing = api::RoutingTable{
+      .strategy = "LeastBusy",
+      .generation = 3,
+      .workers = {
+          {.pod = "a", .address = "a:8000", .weight = 7, .draining = true, .models = {"m"}}}};
+  const auto workers = TableWorkers(pool);
+  ASSERT_EQ(workers.size(), 1U);
+  EXPECT_EQ(workers[0].pod, "prod/a");
+  EXPECT_EQ(workers[0].key, routing::WorkerKeyOf("prod/a"));
+  EXPECT_EQ(workers[0].weight, 7);
+  EXPECT_TRUE(workers[0].draining);
+  EXPECT_EQ(workers[0].capability.models, std::vector<std::string>{"m"});
+}
+
+TEST(DecideTablePublishTest, ComparesWithThePublishedTableUnderTheSpecsRules) {
+  api::InferencePool pool = Pool();
+  pool.spec.routing.publish_threshold = 50;
+  pool.spec.routing.publish_interval_seconds = 10;
+  std::vector<Worker> candidate = {W("a"), W("b")};
+  const auto at = kNow - std::chrono::seconds(3);
+  EXPECT_EQ(DecideTablePublish(pool, candidate, at, kNow).reason, routing::PublishReason::kFirst);
+  pool.status.routing = BuildRoutingTable(pool.spec, candidate, std::nullopt);
+  EXPECT_EQ(DecideTablePublish(pool, candidate, at, kNow).verdict,
+            routing::PublishVerdict::kNothing);
+  candidate[1].weight = 960;  // within the threshold
+  EXPECT_EQ(DecideTablePublish(pool, candidate, at, kNow).verdict,
+            routing::PublishVerdict::kNothing);
+  candidate[1].weight = 900;  // past it: at the interval
+  const auto later = DecideTablePublish(pool, candidate, at, kNow);
+  EXPECT_EQ(later.verdict, routing::PublishVerdict::kNotYet);
+  EXPECT_EQ(later.earliest, at + std::chrono::seconds(10));
+  pool.status.routing->strategy = "NoSuchStrategy";  // unreadable: as if none was published
+  EXPECT_EQ(DecideTablePublish(pool, candidate, at, kNow).reason, routing::PublishReason::kFirst);
+}
+
 }  // namespace
 }  // namespace eoc::controller

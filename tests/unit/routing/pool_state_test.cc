@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -79,6 +80,25 @@ TEST_F(PoolStateTest, LeastBusyCountsThisReplicasPicksSinceTheScrape) {
   EXPECT_EQ(counts[PodOf(0)], 5);
   EXPECT_EQ(counts[PodOf(1)], 5);
   EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.17);
+}
+
+TEST_F(PoolStateTest, LoadsAreTheLastScrapesAndThePicksSince) {
+  Start(Workers(2), Strategy::kLeastBusy);
+  Observe(0, LoadOf(10));
+  Pick({});  // worker 1 has no load yet: worker 0 or 1, one pick in all
+  auto unavailable = LoadOf(99);
+  unavailable.available = false;
+  Observe(0, unavailable);  // keeps the figures of the last load with data
+  auto loads = state_->Loads();
+  ASSERT_EQ(loads.size(), 2U);
+  std::sort(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
+    return a.worker == KeyOf(0) && b.worker != a.worker;
+  });
+  EXPECT_EQ(loads[0].worker, KeyOf(0));
+  EXPECT_FALSE(loads[0].load.available);
+  EXPECT_DOUBLE_EQ(loads[0].load.running, 10);
+  EXPECT_FALSE(loads[1].load.available);  // never scraped
+  EXPECT_DOUBLE_EQ(loads[0].picks_since_scrape + loads[1].picks_since_scrape, 1);
 }
 
 TEST_F(PoolStateTest, OnlyWorkersThatServeTheModelArePicked) {

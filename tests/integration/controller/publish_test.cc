@@ -1,0 +1,180 @@
+// The leader's weighted routing table end to end: the eoc-controller binary on the shared control
+// plane, the node agent playing the kubelet with two fake vLLM workers of a LeastBusy pool. A
+// worker the test saturates is published with weight 0 once scraped; a small move of the loads
+// does not change the table's generation; while the loads stay, status is not written again
+// (eoc_pool_status_writes_total stands). Assertions are on what is published, never on how fast.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "crds.h"
+#include "eventually.h"
+#include "http_get.h"
+#include "manifests.h"
+#include "namespaced_test.h"
+#include "node_agent.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+namespace resources = kube::resources;
+
+constexpr auto kPatience = std::chrono::seconds(90);
+const kube::ResourceRef kPools{"eoc.dev", "v1alpha1", "inferencepools"};
+
+// A LeastBusy pool of `app`, scraped every second, at most 8 sequences a worker (so that a test
+// can saturate one), its table republished for moved weights at most every second.
+json Pool(const std::string& app) {
+  return {{"apiVersion", "eoc.dev/v1alpha1"},
+          {"kind", "InferencePool"},
+          {"metadata", {{"name", app}}},
+          {"spec",
+           {{"selector", {{"matchLabels", {{"app", app}}}}},
+            {"targetPort", 8000},
+            {"metrics", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}}},
+            {"routing",
+             {{"strategy", "LeastBusy"},
+              {"maxConcurrencyPerWorker", 8},
+              {"publishIntervalSeconds", 1},
+              {"publishThreshold", 50}}}}}};
+}
+
+// The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
+double Sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+class PublishIntegrationTest : public testing::NamespacedTest {
+ protected:
+  void SetUp() override {
+    NamespacedTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_EQ(testing::InstallCrds(*plane_), "");
+    node_ = testing::UniqueName("node");
+    agent_ = std::make_unique<testing::NodeAgent>(
+        *client_, testing::NodeAgentOptions{.nodes = {{.name = node_}},
+                                            .namespaces = {ns_},
+                                            .address_base = testing::ProcessAddressBase()});
+    agent_->Start();
+    ASSERT_TRUE(agent_->WaitForSync(kPatience));
+    metrics_port_ = testing::FreePort();
+    controller_ = std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{
+            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
+            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
+            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(testing::FreePort())},
+        /*merge_stderr=*/true);
+  }
+
+  void TearDown() override {
+    if (controller_) {
+      controller_->Signal(SIGTERM);
+      const auto status = controller_->WaitFor(std::chrono::seconds(30));
+      EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+          << controller_->Output();
+    }
+    if (agent_) agent_->Stop();
+    if (!node_.empty()) (void)client_->Delete(resources::kNodes, "", node_);
+    NamespacedTest::TearDown();
+  }
+
+  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").body; }
+  std::string Series(const std::string& name, const std::string& pool,
+                     const std::string& pod) const {
+    return name + "{namespace=\"" + ns_ + "\",pod=\"" + pod + "\",pool=\"" + pool + "\"}";
+  }
+  std::string Scrapes(const std::string& pool, const std::string& result) const {
+    return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
+           "\"}";
+  }
+  std::vector<std::string> RunningPods(const std::string& app) const {
+    std::vector<std::string> names;
+    auto list = client_->List(resources::kPods, ns_, {.label_selector = "app=" + app});
+    if (!list) return names;
+    for (const json& pod : list->items) {
+      if (pod.contains("status") && pod["status"].value("phase", "") == "Running") {
+        names.push_back(pod["metadata"].value("name", ""));
+      }
+    }
+    return names;
+  }
+
+  std::string node_;
+  std::unique_ptr<testing::NodeAgent> agent_;
+  int metrics_port_ = 0;
+  std::unique_ptr<testing::ChildProcess> controller_;
+};
+
+TEST_F(PublishIntegrationTest, WeightsFollowTheLoadAndSteadyLoadsWriteNothing) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w")));
+  std::vector<std::string> pods;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        pods = RunningPods("w");
+        return pods.size() == 2;
+      },
+      kPatience));
+  // The published table: pod -> weight, and its generation.
+  std::int64_t generation = 0;
+  const auto weights = [&]() -> std::optional<std::map<std::string, std::int64_t>> {
+    auto pool = client_->Get(kPools, ns_, "w");
+    if (!pool || !pool->contains("status") || !(*pool)["status"].contains("routing")) {
+      return std::nullopt;
+    }
+    const json& routing = (*pool)["status"]["routing"];
+    generation = routing.value("generation", std::int64_t{0});
+    std::map<std::string, std::int64_t> out;
+    for (const json& w : routing.value("workers", json::array())) {
+      out[w.value("pod", "")] = w.value("weight", std::int64_t{-1});
+    }
+    return out;
+  };
+  const auto published = [&](std::int64_t a, std::int64_t b) {
+    const auto w = weights();
+    return w && w->size() == 2 && w->count(pods[0]) == 1 && w->at(pods[0]) == a &&
+           w->count(pods[1]) == 1 && w->at(pods[1]) == b;
+  };
+  ASSERT_TRUE(Eventually([&] { return published(1000, 1000); }, kPatience))
+      << controller_->Output();
+
+  // Saturate the first worker: once scraped, it is published with weight 0.
+  agent_->Worker(ns_, pods[0])->SetLoad({.running = 16});
+  agent_->Worker(ns_, pods[1])->SetLoad({.running = 1});
+  ASSERT_TRUE(Eventually([&] { return published(0, 1000); }, kPatience)) << controller_->Output();
+  const std::int64_t moved = generation;
+
+  // A small move: the weights stay, and so does the table's generation, over several scrapes.
+  agent_->Worker(ns_, pods[0])->SetLoad({.running = 17});
+  agent_->Worker(ns_, pods[1])->SetLoad({.running = 2});
+  const auto ok_scrapes = [&] { return Sample(Metrics(), Scrapes("w", "ok")); };
+  const double before = ok_scrapes();
+  const std::string writes = "eoc_pool_status_writes_total{result=\"written\"}";
+  ASSERT_TRUE(Eventually([&] { return ok_scrapes() >= before + 6; }, kPatience)) << Metrics();
+  EXPECT_TRUE(published(0, 1000));
+  EXPECT_EQ(generation, moved);
+
+  // Steady loads: no status write over several more scrapes of both workers.
+  const double written = Sample(Metrics(), writes);
+  EXPECT_GT(written, 0) << Metrics();
+  const double now = ok_scrapes();
+  ASSERT_TRUE(Eventually([&] { return ok_scrapes() >= now + 8; }, kPatience)) << Metrics();
+  EXPECT_EQ(Sample(Metrics(), writes), written) << Metrics();
+  EXPECT_TRUE(published(0, 1000));
+  EXPECT_EQ(generation, moved);
+}
+
+}  // namespace
+}  // namespace eoc::controller
