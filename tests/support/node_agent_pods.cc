@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 #include "common/json_members.h"
 #include "fake_worker.h"
@@ -110,8 +110,9 @@ std::uint32_t ParseAddressBase(const std::string& text) {
   // kernel exactly that (EADDRNOTAVAIL when no interface or local route has the address).
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    throw std::invalid_argument("NodeAgent: address_base \"" + text +
-                                "\": cannot open a socket to check it: " + std::strerror(errno));
+    throw std::invalid_argument(
+        "NodeAgent: address_base \"" + text +
+        "\": cannot open a socket to check it: " + std::system_category().message(errno));
   }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -125,7 +126,7 @@ std::uint32_t ParseAddressBase(const std::string& text) {
     throw std::invalid_argument(
         "NodeAgent: address_base \"" + text +
         "\" is neither loopback (127.x.y.z) nor an address of a local interface (bind: " +
-        std::strerror(bind_errno) + ")");
+        std::system_category().message(bind_errno) + ")");
   }
   return ip;
 }

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,10 +36,11 @@ namespace resources = kube::resources;
 
 constexpr auto kPatience = std::chrono::seconds(90);
 
-// Runs a shell command quietly; true when it exits 0.
+// Runs a shell command, its output kept out of the log; true when it exits 0 within 30 s.
 bool Run(const std::string& command) {
-  const int status = std::system((command + " >/dev/null 2>&1").c_str());
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  testing::ChildProcess shell({"/bin/sh", "-c", command + " >/dev/null 2>&1"});
+  const auto status = shell.WaitFor(std::chrono::seconds(30));
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
 }
 
 // A veth pair of this process's own (eoc-px<pid>, eoc-px<pid>p), one end holding 10.231.X.1/24
