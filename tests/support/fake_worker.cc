@@ -95,7 +95,13 @@ FakeWorker::FakeWorker(FakeWorkerOptions options)
       delay_(options_.delay),
       server_(std::make_unique<server::HttpServer>(
           server::ServerOptions{.address = options_.address, .threads = options_.threads})) {
-  server_->Handle("GET", "/metrics", [this](const server::Request&, server::Response& resp) {
+  server_->Handle("GET", "/metrics", [this](const server::Request& req, server::Response& resp) {
+    {
+      const auto forwarded = req.header("x-forwarded-uri");
+      const std::lock_guard lock(forwarded_mu_);
+      last_forwarded_uri_ = forwarded ? std::string(*forwarded) : std::string();
+    }
+    metrics_requests_.fetch_add(1);
     resp.set_content_type(server::kPrometheusContentType);
     resp.body() = MetricsText();
     Tag(resp);
@@ -111,6 +117,11 @@ FakeWorker::FakeWorker(FakeWorkerOptions options)
 }
 
 FakeWorker::~FakeWorker() { Stop(); }
+
+std::string FakeWorker::last_metrics_forwarded_uri() const {
+  const std::lock_guard lock(forwarded_mu_);
+  return last_forwarded_uri_;
+}
 
 void FakeWorker::Start() {
   if (options_.metrics_fault == MetricsFault::kNone) return server_->Start();

@@ -119,6 +119,11 @@ class FakeWorker {
 
   // What GET /metrics answers now.
   std::string MetricsText() const;
+  // GET /metrics requests answered since Start(), and the X-Forwarded-Uri header of the last one
+  // ("" when absent): the API server's pods/proxy sets it to the path asked of the API server
+  // (/api/v1/namespaces/{ns}/pods/{name}:{port}/proxy/metrics); a direct scrape sends none.
+  std::uint64_t metrics_requests() const { return metrics_requests_.load(); }
+  std::string last_metrics_forwarded_uri() const;
 
  private:
   void Complete(const server::Request& request, server::Response& response, bool chat);
@@ -128,6 +133,9 @@ class FakeWorker {
 
   const FakeWorkerOptions options_;
   const std::string tag_;
+  std::atomic<std::uint64_t> metrics_requests_{0};
+  mutable std::mutex forwarded_mu_;
+  std::string last_forwarded_uri_;  // guarded by forwarded_mu_
   mutable std::mutex mu_;
   std::condition_variable wake_;
   FakeLoad load_;                    // guarded by mu_

@@ -26,7 +26,7 @@ namespace {
 using internal::AddressPool;
 using internal::AgentPod;
 using internal::kGpuResource;
-using internal::ParseLoopback;
+using internal::ParseAddressBase;
 using internal::ToAgentPod;
 using nlohmann::json;
 using WallClock = std::chrono::system_clock;
@@ -62,7 +62,7 @@ class NodeAgent::Impl {
   Impl(kube::Client& client, NodeAgentOptions options)
       : client_(client),
         options_(std::move(options)),
-        pool_(ParseLoopback(options_.address_base)),
+        pool_(ParseAddressBase(options_.address_base)),
         queue_("node-agent", RealClock(),
                std::make_unique<kube::ItemExponentialFailureRateLimiter>(
                    std::chrono::milliseconds(20), std::chrono::seconds(10))) {

@@ -24,7 +24,7 @@
 //   given) whose labels satisfy its spec.nodeSelector and, if it requests nvidia.com/gpu, whose
 //   GPU count covers the request, through the pods/binding subresource. Not modelled: affinity,
 //   taints and tolerations, and resource accounting (any number of pods fit a node).
-// - Running: a pod bound to one of its nodes gets a loopback address from the pool (its podIP;
+// - Running: a pod bound to one of its nodes gets an address from the pool (its podIP;
 //   the pod's existing podIP is kept when it has one) and, with `start_workers`, a FakeWorker on
 //   the first container's first containerPort (8000 when none), configured by the pod's
 //   annotations (ApplyAnnotations in fake_worker.h: fake.eoc.dev/engine, delay-ms, model, dcgm).
@@ -62,7 +62,10 @@ struct NodeAgentOptions {
   // must name their own, or they would run other tests' pods.
   std::vector<std::string> namespaces;
   // The first pod address; later ones count up from it (127.0.10.1, 127.0.10.2, ...), skipping
-  // x.y.z.0 and x.y.z.255. Linux routes all of 127/8 to the loopback interface.
+  // x.y.z.0 and x.y.z.255. Linux routes all of 127/8 to the loopback interface. An address
+  // outside 127/8 is taken when this host can bind it (a local interface's, or within a `local`
+  // route): the pool is then the rest of its /24, every address of which must be bindable. The
+  // API server proxies (pods/proxy) only to such addresses, never to loopback ones.
   std::string address_base = "127.0.10.1";
   std::string host_ip = "127.0.0.1";  // the nodes' InternalIP and the pods' hostIP
   // Start a FakeWorker per pod. Off: pods still get distinct addresses and go Ready (for
@@ -79,7 +82,8 @@ std::string ProcessAddressBase();
 class NodeAgent {
  public:
   // `client` must outlive the agent. Throws std::invalid_argument for options that cannot work
-  // (no node, a node without a name, an address_base outside 127.0.0.0/8).
+  // (no node, a node without a name, an address_base that is not IPv4, or outside 127.0.0.0/8
+  // and not an address this host can bind).
   NodeAgent(kube::Client& client, NodeAgentOptions options);
   ~NodeAgent();  // Stop()s
   NodeAgent(const NodeAgent&) = delete;

@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
   app.add_option("--node-labels", f.node_labels, "NODE:k=v,k=v labels of a node; repeatable");
   app.add_option("--gpus", f.gpus, "NODE:N nvidia.com/gpu capacity of a node; repeatable");
   app.add_option("--namespace", f.namespaces, "run pods of this namespace only; repeatable");
-  app.add_option("--address-base", f.address_base, "the first loopback address for pods")
+  app.add_option("--address-base", f.address_base,
+                 "the first pod address: loopback, or one this host can bind")
       ->capture_default_str();
   app.add_flag("--no-workers", f.no_workers,
                "start no fake workers: pods still get addresses and go Ready");

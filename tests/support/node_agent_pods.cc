@@ -1,10 +1,15 @@
 #include "node_agent_pods.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <stdexcept>
+#include <system_error>
 
 #include "common/json_members.h"
 #include "fake_worker.h"
@@ -93,15 +98,48 @@ std::uint32_t ParseLoopback(const std::string& text) {
   return ntohl(addr.s_addr);
 }
 
+std::uint32_t ParseAddressBase(const std::string& text) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, text.c_str(), &addr) != 1) {
+    throw std::invalid_argument("NodeAgent: address_base \"" + text +
+                                "\" is not an IPv4 address (a.b.c.d)");
+  }
+  const std::uint32_t ip = ntohl(addr.s_addr);
+  if ((ip >> 24) == 127) return ip;
+  // Not loopback: the host must own it, or no worker could bind it. Binding port 0 asks the
+  // kernel exactly that (EADDRNOTAVAIL when no interface or local route has the address).
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    throw std::invalid_argument(
+        "NodeAgent: address_base \"" + text +
+        "\": cannot open a socket to check it: " + std::system_category().message(errno));
+  }
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = addr;
+  sa.sin_port = 0;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa);
+  const int bind_errno = errno;
+  ::close(fd);
+  if (rc != 0) {
+    throw std::invalid_argument(
+        "NodeAgent: address_base \"" + text +
+        "\" is neither loopback (127.x.y.z) nor an address of a local interface (bind: " +
+        std::system_category().message(bind_errno) + ")");
+  }
+  return ip;
+}
+
 std::string FormatIPv4(std::uint32_t ip) {
   return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
          std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF);
 }
 
 std::optional<std::string> AddressPool::Allocate() {
-  for (std::uint32_t tries = 0; tries < kLast - base_ + 1; ++tries) {
+  for (std::uint32_t tries = 0; tries < last_ - base_ + 1; ++tries) {
     const std::uint32_t ip = next_;
-    next_ = next_ >= kLast ? base_ : next_ + 1;
+    next_ = next_ >= last_ ? base_ : next_ + 1;
     const std::uint32_t low = ip & 0xFF;
     if (low == 0 || low == 255) continue;
     if (in_use_.insert(ip).second) return FormatIPv4(ip);
@@ -113,7 +151,7 @@ bool AddressPool::Claim(const std::string& text) {
   in_addr addr{};
   if (inet_pton(AF_INET, text.c_str(), &addr) != 1) return false;
   const std::uint32_t ip = ntohl(addr.s_addr);
-  return (ip >> 24) == 127 && in_use_.insert(ip).second;
+  return ip >= first_ && ip <= last_ && in_use_.insert(ip).second;
 }
 
 void AddressPool::Release(const std::string& text) {

@@ -1,0 +1,227 @@
+// The scrape loop through the API server: a pool with `metrics.access: APIServerProxy`, the
+// eoc-controller binary on the shared control plane scraping the node agent's fake vLLM workers
+// through `GET /api/v1/namespaces/{ns}/pods/{name}:{port}/proxy/metrics`.
+//
+// The API server refuses to proxy to loopback (and link-local) pod IPs, so the workers here get
+// private addresses instead: the test adds a veth pair of its own in the host's network namespace
+// (a `dummy` link would do, but the dummy module is not always there), gives one end 10.231.X.1/24
+// and a `local` route over that /24, so every 10.231.X.Y binds on this host, and hands the node
+// agent 10.231.X.1 as its address base. Deleting the device at the end removes its addresses and
+// routes. Root (CI's user) is needed; without the permission the test is skipped.
+// Assertions are on what was scraped and counted, never on how fast.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "crds.h"
+#include "eventually.h"
+#include "http_get.h"
+#include "manifests.h"
+#include "namespaced_test.h"
+#include "node_agent.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+namespace resources = kube::resources;
+
+constexpr auto kPatience = std::chrono::seconds(90);
+
+// Runs a shell command, its output kept out of the log; true when it exits 0 within 30 s.
+bool Run(const std::string& command) {
+  testing::ChildProcess shell({"/bin/sh", "-c", command + " >/dev/null 2>&1"});
+  const auto status = shell.WaitFor(std::chrono::seconds(30));
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+}
+
+// A veth pair of this process's own (eoc-px<pid>, eoc-px<pid>p), one end holding 10.231.X.1/24
+// and a local route over 10.231.X.0/24. A device left by a killed run of the same pid is deleted
+// first; the destructor deletes it (its addresses and routes go with it).
+class ProxyableAddresses {
+ public:
+  ProxyableAddresses()
+      : device_("eoc-px" + std::to_string(getpid())),
+        subnet_("10.231." + std::to_string(getpid() % 250) + ".") {}
+  ~ProxyableAddresses() {
+    if (created_) (void)Run("ip link del " + device_);
+  }
+  ProxyableAddresses(const ProxyableAddresses&) = delete;
+  ProxyableAddresses& operator=(const ProxyableAddresses&) = delete;
+  ProxyableAddresses(ProxyableAddresses&&) = delete;
+  ProxyableAddresses& operator=(ProxyableAddresses&&) = delete;
+
+  // "" on success, else why the device could not be made.
+  std::string Create() {
+    if (geteuid() != 0) return "not root: cannot add a network device";
+    if (!Run("command -v ip")) return "the ip command (iproute2) is not on PATH";
+    (void)Run("ip link del " + device_);  // left over from a killed run
+    if (!Run("ip link add " + device_ + " type veth peer name " + device_ + "p")) {
+      return "`ip link add " + device_ + " type veth` failed (no permission to add devices?)";
+    }
+    created_ = true;
+    const std::vector<std::string> steps = {
+        "ip addr add " + subnet_ + "1/24 dev " + device_,
+        "ip link set " + device_ + " up",
+        "ip link set " + device_ + "p up",
+        "ip route add local " + subnet_ + "0/24 dev " + device_ + " table local",
+    };
+    for (const auto& step : steps) {
+      if (!Run(step)) return "`" + step + "` failed";
+    }
+    return "";
+  }
+
+  std::string base() const { return subnet_ + "1"; }
+  const std::string& subnet() const { return subnet_; }
+
+ private:
+  std::string device_;
+  std::string subnet_;  // "10.231.X."
+  bool created_ = false;
+};
+
+json ProxyPool(const std::string& app) {
+  return {{"apiVersion", "eoc.dev/v1alpha1"},
+          {"kind", "InferencePool"},
+          {"metadata", {{"name", app}}},
+          {"spec",
+           {{"selector", {{"matchLabels", {{"app", app}}}}},
+            {"targetPort", 8000},
+            {"metrics",
+             {{"intervalSeconds", 1}, {"timeoutSeconds", 1}, {"access", "APIServerProxy"}}}}}};
+}
+
+// The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
+double Sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+class ScrapeThroughApiServerProxyTest : public testing::NamespacedTest {
+ protected:
+  void SetUp() override {
+    NamespacedTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    addresses_ = std::make_unique<ProxyableAddresses>();
+    if (const std::string why = addresses_->Create(); !why.empty()) {
+      GTEST_SKIP() << "cannot make non-loopback pod addresses for the API server to proxy to: "
+                   << why;
+    }
+    ASSERT_EQ(testing::InstallCrds(*plane_), "");
+    node_ = testing::UniqueName("node");
+    agent_ = std::make_unique<testing::NodeAgent>(
+        *client_,
+        testing::NodeAgentOptions{
+            .nodes = {{.name = node_}}, .namespaces = {ns_}, .address_base = addresses_->base()});
+    agent_->Start();
+    ASSERT_TRUE(agent_->WaitForSync(kPatience));
+    metrics_port_ = testing::FreePort();
+    controller_ = std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{
+            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
+            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
+            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(testing::FreePort())},
+        /*merge_stderr=*/true);
+  }
+
+  void TearDown() override {
+    if (controller_) {
+      controller_->Signal(SIGTERM);
+      const auto status = controller_->WaitFor(std::chrono::seconds(30));
+      EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+          << controller_->Output();
+    }
+    if (agent_) agent_->Stop();
+    if (!node_.empty()) (void)client_->Delete(resources::kNodes, "", node_);
+    addresses_.reset();  // after the workers stopped
+    NamespacedTest::TearDown();
+  }
+
+  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").body; }
+  std::string Running(const std::string& pool, const std::string& pod) const {
+    return "eoc_worker_running_requests{namespace=\"" + ns_ + "\",pod=\"" + pod + "\",pool=\"" +
+           pool + "\"}";
+  }
+  std::string Scrapes(const std::string& pool, const std::string& result) const {
+    return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
+           "\"}";
+  }
+  std::vector<std::string> RunningPods(const std::string& app) const {
+    std::vector<std::string> names;
+    auto list = client_->List(resources::kPods, ns_, {.label_selector = "app=" + app});
+    if (!list) return names;
+    for (const json& pod : list->items) {
+      if (pod.contains("status") && pod["status"].value("phase", "") == "Running") {
+        names.push_back(pod["metadata"].value("name", ""));
+      }
+    }
+    return names;
+  }
+
+  std::unique_ptr<ProxyableAddresses> addresses_;
+  std::string node_;
+  std::unique_ptr<testing::NodeAgent> agent_;
+  int metrics_port_ = 0;
+  std::unique_ptr<testing::ChildProcess> controller_;
+};
+
+TEST_F(ScrapeThroughApiServerProxyTest, GaugesFollowTheLoadScrapedThroughPodsProxy) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("px", 2)));
+  ASSERT_TRUE(client_->Create(kube::ResourceRef{"eoc.dev", "v1alpha1", "inferencepools"}, ns_,
+                              ProxyPool("px")));
+  std::vector<std::string> pods;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        pods = RunningPods("px");
+        return pods.size() == 2;
+      },
+      kPatience));
+  std::vector<std::shared_ptr<testing::FakeWorker>> workers;
+  for (int i = 0; i < 2; ++i) {
+    // The workers are on the test's private addresses, not loopback ones.
+    EXPECT_EQ(agent_->PodIP(ns_, pods[i]).rfind(addresses_->subnet(), 0), 0U)
+        << agent_->PodIP(ns_, pods[i]);
+    workers.push_back(agent_->Worker(ns_, pods[i]));
+    ASSERT_NE(workers.back(), nullptr) << pods[i];
+    workers.back()->SetLoad({.running = 5 + i, .waiting = 1});
+  }
+  const auto shows = [&](double running0, double running1) {
+    const std::string text = Metrics();
+    return Sample(text, Running("px", pods[0])) == running0 &&
+           Sample(text, Running("px", pods[1])) == running1;
+  };
+  ASSERT_TRUE(Eventually([&] { return shows(5, 6); }, kPatience))
+      << Metrics() << controller_->Output();
+  const double ok_before = Sample(Metrics(), Scrapes("px", "ok"));
+  EXPECT_GT(ok_before, 0);
+
+  // The load moves; the gauges follow, and ok scrapes keep coming.
+  workers[0]->SetLoad({.running = 12});
+  workers[1]->SetLoad({.running = 0});
+  EXPECT_TRUE(Eventually([&] { return shows(12, 0); }, kPatience)) << Metrics();
+  EXPECT_TRUE(
+      Eventually([&] { return Sample(Metrics(), Scrapes("px", "ok")) > ok_before; }, kPatience))
+      << Metrics();
+
+  // What reached the workers came through the API server's proxy: it tells the worker, in
+  // X-Forwarded-Uri, the path it was asked for, which a direct scrape does not send.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GT(workers[i]->metrics_requests(), 0U) << pods[i];
+    EXPECT_EQ(workers[i]->last_metrics_forwarded_uri(),
+              "/api/v1/namespaces/" + ns_ + "/pods/" + pods[i] + ":8000/proxy/metrics")
+        << pods[i];
+  }
+}
+
+}  // namespace
+}  // namespace eoc::controller
