@@ -14,27 +14,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "child_process.h"
-#include "crds.h"
 #include "eventually.h"
-#include "http_get.h"
+#include "fleet_test.h"
 #include "manifests.h"
-#include "namespaced_test.h"
-#include "node_agent.h"
 
 namespace eoc::controller {
 namespace {
 
 using nlohmann::json;
 using testing::Eventually;
+using testing::kPatience;
+using testing::Sample;
 namespace resources = kube::resources;
-
-constexpr auto kPatience = std::chrono::seconds(90);
 
 // Runs a shell command, its output kept out of the log; true when it exits 0 within 30 s.
 bool Run(const std::string& command) {
@@ -100,14 +95,7 @@ json ProxyPool(const std::string& app) {
              {{"intervalSeconds", 1}, {"timeoutSeconds", 1}, {"access", "APIServerProxy"}}}}}};
 }
 
-// The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
-double Sample(const std::string& text, const std::string& series) {
-  const auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
-
-class ScrapeThroughApiServerProxyTest : public testing::NamespacedTest {
+class ScrapeThroughApiServerProxyTest : public testing::FleetTest {
  protected:
   void SetUp() override {
     NamespacedTest::SetUp();
@@ -117,62 +105,19 @@ class ScrapeThroughApiServerProxyTest : public testing::NamespacedTest {
       GTEST_SKIP() << "cannot make non-loopback pod addresses for the API server to proxy to: "
                    << why;
     }
-    ASSERT_EQ(testing::InstallCrds(*plane_), "");
-    node_ = testing::UniqueName("node");
-    agent_ = std::make_unique<testing::NodeAgent>(
-        *client_,
-        testing::NodeAgentOptions{
-            .nodes = {{.name = node_}}, .namespaces = {ns_}, .address_base = addresses_->base()});
-    agent_->Start();
-    ASSERT_TRUE(agent_->WaitForSync(kPatience));
-    metrics_port_ = testing::FreePort();
-    controller_ = std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{
-            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
-            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
-            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(testing::FreePort())},
-        /*merge_stderr=*/true);
+    StartFleet(addresses_->base());
   }
 
   void TearDown() override {
-    if (controller_) {
-      controller_->Signal(SIGTERM);
-      const auto status = controller_->WaitFor(std::chrono::seconds(30));
-      EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
-          << controller_->Output();
-    }
-    if (agent_) agent_->Stop();
-    if (!node_.empty()) (void)client_->Delete(resources::kNodes, "", node_);
+    FleetTest::TearDown();
     addresses_.reset();  // after the workers stopped
-    NamespacedTest::TearDown();
   }
 
-  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").body; }
   std::string Running(const std::string& pool, const std::string& pod) const {
-    return "eoc_worker_running_requests{namespace=\"" + ns_ + "\",pod=\"" + pod + "\",pool=\"" +
-           pool + "\"}";
-  }
-  std::string Scrapes(const std::string& pool, const std::string& result) const {
-    return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
-           "\"}";
-  }
-  std::vector<std::string> RunningPods(const std::string& app) const {
-    std::vector<std::string> names;
-    auto list = client_->List(resources::kPods, ns_, {.label_selector = "app=" + app});
-    if (!list) return names;
-    for (const json& pod : list->items) {
-      if (pod.contains("status") && pod["status"].value("phase", "") == "Running") {
-        names.push_back(pod["metadata"].value("name", ""));
-      }
-    }
-    return names;
+    return Series("eoc_worker_running_requests", pool, pod);
   }
 
   std::unique_ptr<ProxyableAddresses> addresses_;
-  std::string node_;
-  std::unique_ptr<testing::NodeAgent> agent_;
-  int metrics_port_ = 0;
-  std::unique_ptr<testing::ChildProcess> controller_;
 };
 
 TEST_F(ScrapeThroughApiServerProxyTest, GaugesFollowTheLoadScrapedThroughPodsProxy) {

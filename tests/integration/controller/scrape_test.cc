@@ -5,21 +5,15 @@
 // Assertions are on what was scraped and counted, never on how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <csignal>
 #include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
-#include "child_process.h"
-#include "crds.h"
 #include "eventually.h"
-#include "http_get.h"
+#include "fleet_test.h"
 #include "manifests.h"
-#include "namespaced_test.h"
-#include "node_agent.h"
 #include "promtool.h"
 
 namespace eoc::controller {
@@ -28,10 +22,10 @@ namespace {
 using nlohmann::json;
 using testing::Eventually;
 using ::testing::HasSubstr;
+using testing::kPatience;
 using ::testing::Not;
+using testing::Sample;
 namespace resources = kube::resources;
-
-constexpr auto kPatience = std::chrono::seconds(90);
 
 json Pool(const std::string& app, int interval_seconds, int timeout_seconds) {
   return {{"apiVersion", "eoc.dev/v1alpha1"},
@@ -55,73 +49,7 @@ json WorkerPod(const std::string& name, const std::string& app,
   return pod;
 }
 
-// The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
-double Sample(const std::string& text, const std::string& series) {
-  const auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
-
-class ScrapeLoopIntegrationTest : public testing::NamespacedTest {
- protected:
-  void SetUp() override {
-    NamespacedTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_EQ(testing::InstallCrds(*plane_), "");
-    node_ = testing::UniqueName("node");
-    agent_ = std::make_unique<testing::NodeAgent>(
-        *client_, testing::NodeAgentOptions{.nodes = {{.name = node_}},
-                                            .namespaces = {ns_},
-                                            .address_base = testing::ProcessAddressBase()});
-    agent_->Start();
-    ASSERT_TRUE(agent_->WaitForSync(kPatience));
-    metrics_port_ = testing::FreePort();
-    controller_ = std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{
-            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
-            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
-            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(testing::FreePort())},
-        /*merge_stderr=*/true);
-  }
-
-  void TearDown() override {
-    if (controller_) {
-      controller_->Signal(SIGTERM);
-      const auto status = controller_->WaitFor(std::chrono::seconds(30));
-      EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
-          << controller_->Output();
-    }
-    if (agent_) agent_->Stop();
-    if (!node_.empty()) (void)client_->Delete(resources::kNodes, "", node_);
-    NamespacedTest::TearDown();
-  }
-
-  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").body; }
-  std::string Series(const std::string& name, const std::string& pool,
-                     const std::string& pod) const {
-    return name + "{namespace=\"" + ns_ + "\",pod=\"" + pod + "\",pool=\"" + pool + "\"}";
-  }
-  std::string Scrapes(const std::string& pool, const std::string& result) const {
-    return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
-           "\"}";
-  }
-  std::vector<std::string> RunningPods(const std::string& app) const {
-    std::vector<std::string> names;
-    auto list = client_->List(resources::kPods, ns_, {.label_selector = "app=" + app});
-    if (!list) return names;
-    for (const json& pod : list->items) {
-      if (pod.contains("status") && pod["status"].value("phase", "") == "Running") {
-        names.push_back(pod["metadata"].value("name", ""));
-      }
-    }
-    return names;
-  }
-
-  std::string node_;
-  std::unique_ptr<testing::NodeAgent> agent_;
-  int metrics_port_ = 0;
-  std::unique_ptr<testing::ChildProcess> controller_;
-};
+class ScrapeLoopIntegrationTest : public testing::FleetTest {};
 
 TEST_F(ScrapeLoopIntegrationTest, EachWorkersGaugesFollowTheLoadItReports) {
   ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));

@@ -1,0 +1,106 @@
+// A fixture for tests of the eoc-controller binary with a fleet: on the shared control plane, the
+// CRDs, a node agent playing the kubelet for one node of its own (fake workers on this process's
+// addresses, or those StartFleet is given), and the controller watching the test's namespace,
+// serving /metrics on a free port; stopped (and checked to exit cleanly) after the test.
+//
+//   class MyTest : public eoc::testing::FleetTest {};
+//   TEST_F(MyTest, Something) {
+//     ... create a Deployment and a pool in ns_ ...
+//     EXPECT_EQ(Sample(Metrics(), Series("eoc_worker_running_requests", "w", pod)), 3);
+//   }
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "crds.h"
+#include "http_get.h"
+#include "namespaced_test.h"
+#include "node_agent.h"
+
+namespace eoc::testing {
+
+inline constexpr auto kPatience = std::chrono::seconds(90);
+
+// The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
+inline double Sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+class FleetTest : public NamespacedTest {
+ protected:
+  void SetUp() override {
+    NamespacedTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    StartFleet(ProcessAddressBase());
+  }
+
+  // For fixtures that choose the workers' addresses themselves: call from SetUp instead.
+  void StartFleet(const std::string& address_base) {
+    ASSERT_EQ(InstallCrds(*plane_), "");
+    node_ = UniqueName("node");
+    agent_ = std::make_unique<NodeAgent>(*client_, NodeAgentOptions{.nodes = {{.name = node_}},
+                                                                    .namespaces = {ns_},
+                                                                    .address_base = address_base});
+    agent_->Start();
+    ASSERT_TRUE(agent_->WaitForSync(kPatience));
+    metrics_port_ = FreePort();
+    controller_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{
+            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
+            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
+            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(FreePort())},
+        /*merge_stderr=*/true);
+  }
+
+  void TearDown() override {
+    if (controller_) {
+      controller_->Signal(SIGTERM);
+      const auto status = controller_->WaitFor(std::chrono::seconds(30));
+      EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+          << controller_->Output();
+    }
+    if (agent_) agent_->Stop();
+    if (!node_.empty()) (void)client_->Delete(kube::resources::kNodes, "", node_);
+    NamespacedTest::TearDown();
+  }
+
+  std::string Metrics() const { return HttpGet(metrics_port_, "/metrics").body; }
+  // A per-worker series, as the exposition writes it.
+  std::string Series(const std::string& name, const std::string& pool,
+                     const std::string& pod) const {
+    return name + "{namespace=\"" + ns_ + "\",pod=\"" + pod + "\",pool=\"" + pool + "\"}";
+  }
+  std::string Scrapes(const std::string& pool, const std::string& result) const {
+    return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
+           "\"}";
+  }
+  // The names of the Running pods labelled app=`app`.
+  std::vector<std::string> RunningPods(const std::string& app) const {
+    std::vector<std::string> names;
+    auto list = client_->List(kube::resources::kPods, ns_, {.label_selector = "app=" + app});
+    if (!list) return names;
+    for (const nlohmann::json& pod : list->items) {
+      if (pod.contains("status") && pod["status"].value("phase", "") == "Running") {
+        names.push_back(pod["metadata"].value("name", ""));
+      }
+    }
+    return names;
+  }
+
+  std::string node_;
+  std::unique_ptr<NodeAgent> agent_;
+  int metrics_port_ = 0;
+  std::unique_ptr<ChildProcess> controller_;
+};
+
+}  // namespace eoc::testing
