@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "server/address.h"
@@ -36,7 +39,52 @@ void Error(server::Response& response, int status, const std::string& message) {
       nlohmann::json{{"error", {{"message", message}, {"type", "invalid_request_error"}}}}.dump();
 }
 
+// A whole number >= 0, the whole of `text`.
+std::optional<std::int64_t> ParseCount(const std::string& text) {
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0) return std::nullopt;
+  return n;
+}
+
+// A finite number in [low, high], the whole of `text`.
+std::optional<double> ParseNumber(const std::string& text, double low, double high) {
+  double x = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x) || x < low ||
+      x > high) {
+    return std::nullopt;
+  }
+  return x;
+}
+
+void Problem(std::vector<std::string>* problems, const char* key, const std::string& value) {
+  if (problems != nullptr) problems->push_back(std::string(key) + ": cannot use \"" + value + "\"");
+}
+
 }  // namespace
+
+FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::string>& annotations,
+                              std::vector<std::string>* problems) {
+  const auto apply = [&](const char* key, auto parse, auto& field) {
+    const auto it = annotations.find(key);
+    if (it == annotations.end()) return;
+    if (auto value = parse(it->second)) {
+      field = *value;
+    } else {
+      Problem(problems, key, it->second);
+    }
+  };
+  const auto fraction = [](const std::string& s) { return ParseNumber(s, 0, 1); };
+  const auto watts = [](const std::string& s) {
+    return ParseNumber(s, 0, std::numeric_limits<double>::max());
+  };
+  apply(kRunningAnnotation, ParseCount, load.running);
+  apply(kWaitingAnnotation, ParseCount, load.waiting);
+  apply(kKvCacheUsageAnnotation, fraction, load.kv_cache_usage);
+  apply(kWattsAnnotation, watts, load.watts);
+  return load;
+}
 
 FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
                                    const std::map<std::string, std::string>& annotations,
@@ -46,8 +94,7 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
     return it == annotations.end() ? nullptr : &it->second;
   };
   const auto problem = [&](const char* key, const std::string& value) {
-    if (problems != nullptr)
-      problems->push_back(std::string(key) + ": cannot use \"" + value + "\"");
+    Problem(problems, key, value);
   };
   if (const auto* engine = find(kEngineAnnotation)) {
     if (auto e = ParseEngine(*engine)) {
@@ -57,12 +104,10 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
     }
   }
   if (const auto* delay = find(kDelayAnnotation)) {
-    std::int64_t ms = 0;
-    const auto [end, ec] = std::from_chars(delay->data(), delay->data() + delay->size(), ms);
-    if (ec != std::errc() || end != delay->data() + delay->size() || ms < 0) {
-      problem(kDelayAnnotation, *delay);
+    if (auto ms = ParseCount(*delay)) {
+      options.delay = std::chrono::milliseconds(*ms);
     } else {
-      options.delay = std::chrono::milliseconds(ms);
+      problem(kDelayAnnotation, *delay);
     }
   }
   if (const auto* model = find(kModelAnnotation)) {
@@ -84,6 +129,7 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
       problem(kDcgmAnnotation, *dcgm);
     }
   }
+  options.load = ApplyLoadAnnotations(options.load, annotations, problems);
   return options;
 }
 

@@ -29,6 +29,7 @@
 // wait for a thread. Stop() wakes sleeping handlers at once (they answer 503).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -76,12 +77,24 @@ inline constexpr const char* kDelayAnnotation = "fake.eoc.dev/delay-ms";  // com
 inline constexpr const char* kModelAnnotation = "fake.eoc.dev/model";     // the model served
 inline constexpr const char* kDcgmAnnotation = "fake.eoc.dev/dcgm";       // "true": DCGM series
 inline constexpr const char* kMetricsFaultAnnotation = "fake.eoc.dev/metrics-fault";
+// The load a pod's worker reports: FakeLoad's running, waiting, kv_cache_usage (0..1), watts.
+inline constexpr const char* kRunningAnnotation = "fake.eoc.dev/running";
+inline constexpr const char* kWaitingAnnotation = "fake.eoc.dev/waiting";
+inline constexpr const char* kKvCacheUsageAnnotation = "fake.eoc.dev/kv-cache-usage";
+inline constexpr const char* kWattsAnnotation = "fake.eoc.dev/watts";
+inline constexpr std::array<const char*, 4> kLoadAnnotations = {
+    kRunningAnnotation, kWaitingAnnotation, kKvCacheUsageAnnotation, kWattsAnnotation};
 // The operator's own list of models a pod serves: its first entry is the fake worker's model when
 // fake.eoc.dev/model is absent.
 inline constexpr const char* kModelsAnnotation = "eoc.dev/models";
 
-// `options` changed as `annotations` ask. A value that cannot be read leaves the option as it was
-// and is described in `problems` (when given).
+// `load` changed as the load annotations (kLoadAnnotations) of `annotations` ask; the same rules.
+// running and waiting: whole numbers >= 0; kv-cache-usage: 0 to 1; watts: >= 0.
+FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::string>& annotations,
+                              std::vector<std::string>* problems = nullptr);
+
+// `options` changed as `annotations` ask (options.load by ApplyLoadAnnotations). A value that
+// cannot be read leaves the option as it was and is described in `problems` (when given).
 FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
                                    const std::map<std::string, std::string>& annotations,
                                    std::vector<std::string>* problems = nullptr);

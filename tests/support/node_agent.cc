@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -38,10 +39,21 @@ struct PodState {
   std::string uid;
   std::string ip;
   std::shared_ptr<FakeWorker> worker;
+  std::map<std::string, std::string> load_annotations;  // the worker's load was last set from
   bool want_ready = true;
   WallClock::time_point start_time;
   WallClock::time_point ready_since;  // the Ready condition's lastTransitionTime
 };
+
+// The load annotations (kLoadAnnotations) among `annotations`.
+std::map<std::string, std::string> LoadAnnotationsOf(
+    const std::map<std::string, std::string>& annotations) {
+  std::map<std::string, std::string> load;
+  for (const char* key : kLoadAnnotations) {
+    if (const auto it = annotations.find(key); it != annotations.end()) load.insert(*it);
+  }
+  return load;
+}
 
 json Condition(const char* type, bool status, WallClock::time_point since) {
   json c = {{"type", type},
@@ -255,7 +267,36 @@ class NodeAgent::Impl {
     if (pod->phase == "Succeeded" || pod->phase == "Failed") return true;
     if (pod->node_name.empty()) return Bind(*pod);
     if (!ours) return true;
-    return StartPod(*pod) && Report(*pod);
+    if (!StartPod(*pod)) return false;
+    UpdateLoad(*pod);
+    return Report(*pod);
+  }
+
+  // Sets the load of the pod's running worker when its load annotations changed since they were
+  // last applied (so a test's SetLoad stands until they change): the ones present as
+  // ApplyLoadAnnotations reads them, a removed one back to 0.
+  void UpdateLoad(const AgentPod& pod) {
+    std::map<std::string, std::string> now = LoadAnnotationsOf(pod.annotations);
+    std::vector<std::string> problems;
+    FakeLoad load;
+    {
+      const std::lock_guard lock(mu_);
+      const auto it = pods_.find(pod.key());
+      if (it == pods_.end() || !it->second.worker || it->second.load_annotations == now) return;
+      std::map<std::string, std::string> changed = now;
+      for (const auto& [key, value] : it->second.load_annotations) changed.emplace(key, "0");
+      load = ApplyLoadAnnotations(it->second.worker->load(), changed, &problems);
+      it->second.worker->SetLoad(load);
+      it->second.load_annotations = std::move(now);
+    }
+    for (const auto& problem : problems) {
+      log_.Warn("annotation ignored", {{"pod", pod.key()}, {"problem", problem}});
+    }
+    log_.Info("worker load set", {{"pod", pod.key()},
+                                  {"running", load.running},
+                                  {"waiting", load.waiting},
+                                  {"kv_cache_usage", load.kv_cache_usage},
+                                  {"watts", load.watts}});
   }
 
   // Stops the pod's worker and frees its address. mu_ held.
@@ -315,7 +356,10 @@ class NodeAgent::Impl {
       const std::lock_guard lock(mu_);
       if (pods_.contains(pod.key())) return true;
     }
-    PodState state{.uid = pod.uid, .start_time = WallClock::now(), .ready_since = WallClock::now()};
+    PodState state{.uid = pod.uid,
+                   .load_annotations = LoadAnnotationsOf(pod.annotations),
+                   .start_time = WallClock::now(),
+                   .ready_since = WallClock::now()};
     const bool reuse = !pod.pod_ip.empty() && pool_.Claim(pod.pod_ip);
     for (int attempt = 0; attempt < kBindAttempts && state.ip.empty(); ++attempt) {
       const auto ip = attempt == 0 && reuse ? std::optional(pod.pod_ip) : pool_.Allocate();

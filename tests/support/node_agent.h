@@ -27,7 +27,10 @@
 // - Running: a pod bound to one of its nodes gets an address from the pool (its podIP;
 //   the pod's existing podIP is kept when it has one) and, with `start_workers`, a FakeWorker on
 //   the first container's first containerPort (8000 when none), configured by the pod's
-//   annotations (ApplyAnnotations in fake_worker.h: fake.eoc.dev/engine, delay-ms, model, dcgm).
+//   annotations (ApplyAnnotations in fake_worker.h: fake.eoc.dev/engine, delay-ms, model, dcgm,
+//   and the load: running, waiting, kv-cache-usage, watts). When a running pod's load annotations
+//   change, its worker's load is set from them again (a removed one sets its figure to 0); a
+//   test's SetLoad stands until they do.
 //   Then pods/status is patched: Running, podIP(s), hostIP, startTime, the four conditions
 //   (PodScheduled, Initialized, ContainersReady, Ready) and containerStatuses.
 // - Deletion: a terminating pod bound to its node has its worker stopped, its address released,

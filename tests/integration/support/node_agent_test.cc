@@ -216,6 +216,33 @@ TEST_F(NodeAgentTest, SetReadyFlipsTheReadyConditionOnTheServer) {
   EXPECT_FALSE(agent_->SetReady(ns_, "no-such-pod", false));
 }
 
+TEST_F(NodeAgentTest, LoadAnnotationsSetTheRunningWorkersLoadWhenTheyChange) {
+  CreatePod(BarePod("loaded", 0, {{kWaitingAnnotation, "3"}}));
+  ASSERT_TRUE(Eventually([&] { return RunningAndReady("loaded"); }, kPatience));
+  const auto worker = agent_->Worker(ns_, "loaded");
+  ASSERT_NE(worker, nullptr);
+  EXPECT_EQ(worker->load().waiting, 3);  // from the start
+  worker->SetLoad({.running = 7, .waiting = 3});
+
+  // As `kubectl annotate pod loaded fake.eoc.dev/running=240 ... fake.eoc.dev/waiting-`.
+  ASSERT_OK(client_->Patch(resources::kPods, ns_, "loaded", kube::PatchType::kMerge,
+                           {{"metadata",
+                             {{"annotations",
+                               {{kRunningAnnotation, "240"},
+                                {kKvCacheUsageAnnotation, "0.9"},
+                                {kWattsAnnotation, "lots"},
+                                {kWaitingAnnotation, nullptr}}}}}}));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const FakeLoad load = worker->load();
+        return load.running == 240 && load.waiting == 0 && load.kv_cache_usage == 0.9;
+      },
+      kPatience));
+  EXPECT_EQ(worker->load().watts, 0);  // unreadable: ignored
+  EXPECT_THAT(HttpGet(agent_->PodIP(ns_, "loaded"), 8000, "/metrics").value_or(""),
+              HasSubstr("vllm:num_requests_running{model_name=\"fake-model\"} 240\n"));
+}
+
 TEST_F(NodeAgentTest, DeletingAPodFinishesTheDeletionAndStopsItsWorker) {
   CreatePod(BarePod("doomed", 0));
   ASSERT_TRUE(Eventually([&] { return RunningAndReady("doomed"); }, kPatience));

@@ -243,6 +243,47 @@ TEST(ApplyAnnotationsTest, AMetricsFaultIsChosenByName) {
   EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/metrics-fault"));
 }
 
+TEST(ApplyLoadAnnotationsTest, SetsTheAnnotatedFiguresAndNamesBadValues) {
+  std::vector<std::string> problems;
+  FakeLoad load = ApplyLoadAnnotations({.running = 1, .waiting = 2, .watts = 90},
+                                       {{kRunningAnnotation, "240"},
+                                        {kKvCacheUsageAnnotation, "0.9"},
+                                        {kWattsAnnotation, "380.5"},
+                                        {kEngineAnnotation, "vllm"}},
+                                       &problems);
+  EXPECT_EQ(load.running, 240);
+  EXPECT_EQ(load.waiting, 2);  // not annotated: as it was
+  EXPECT_DOUBLE_EQ(load.kv_cache_usage, 0.9);
+  EXPECT_DOUBLE_EQ(load.watts, 380.5);
+  EXPECT_TRUE(problems.empty());
+
+  load = ApplyLoadAnnotations({.running = 3, .waiting = 4, .kv_cache_usage = 0.5, .watts = 90},
+                              {{kRunningAnnotation, "-1"},
+                               {kWaitingAnnotation, "12 "},
+                               {kKvCacheUsageAnnotation, "1.5"},
+                               {kWattsAnnotation, "inf"}},
+                              &problems);
+  EXPECT_EQ(load.running, 3);
+  EXPECT_EQ(load.waiting, 4);
+  EXPECT_DOUBLE_EQ(load.kv_cache_usage, 0.5);
+  EXPECT_DOUBLE_EQ(load.watts, 90);
+  ASSERT_EQ(problems.size(), 4U);
+  EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/running: cannot use \"-1\""));
+  EXPECT_THAT(problems[1], HasSubstr("fake.eoc.dev/waiting"));
+  EXPECT_THAT(problems[2], HasSubstr("fake.eoc.dev/kv-cache-usage"));
+  EXPECT_THAT(problems[3], HasSubstr("fake.eoc.dev/watts"));
+}
+
+TEST(ApplyAnnotationsTest, SetsTheStartingLoad) {
+  std::vector<std::string> problems;
+  const FakeWorkerOptions o =
+      ApplyAnnotations({}, {{kWaitingAnnotation, "7"}, {kKvCacheUsageAnnotation, "x"}}, &problems);
+  EXPECT_EQ(o.load.waiting, 7);
+  EXPECT_DOUBLE_EQ(o.load.kv_cache_usage, 0);
+  ASSERT_EQ(problems.size(), 1U);
+  EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/kv-cache-usage"));
+}
+
 class FakeWorkerTest : public ::testing::Test {
  protected:
   void Start(FakeWorkerOptions options) {
