@@ -25,7 +25,6 @@ using testing::kPatience;
 using testing::Sample;
 namespace resources = kube::resources;
 
-constexpr auto kPatience = std::chrono::seconds(90);
 const kube::ResourceRef kPools{"eoc.dev", "v1alpha1", "inferencepools"};
 
 // A LeastBusy pool of `app`, scraped every second, at most 8 sequences a worker (so that a test
