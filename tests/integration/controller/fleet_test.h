@@ -41,10 +41,17 @@ class FleetTest : public NamespacedTest {
   void SetUp() override {
     NamespacedTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    StartFleet(ProcessAddressBase());
+    MakeAddresses();
+    if (IsSkipped() || HasFatalFailure()) return;
+    StartFleet(AddressBase());
   }
 
-  // For fixtures that choose the workers' addresses themselves: call from SetUp instead.
+  // For fixtures whose workers need addresses of their own making: makes them (or skips the test,
+  // saying why), before the fleet starts; AddressBase() then names them.
+  virtual void MakeAddresses() {}
+  virtual std::string AddressBase() const { return ProcessAddressBase(); }
+
+ private:
   void StartFleet(const std::string& address_base) {
     ASSERT_EQ(InstallCrds(*plane_), "");
     node_ = UniqueName("node");
@@ -62,6 +69,7 @@ class FleetTest : public NamespacedTest {
         /*merge_stderr=*/true);
   }
 
+ protected:
   void TearDown() override {
     if (controller_) {
       controller_->Signal(SIGTERM);

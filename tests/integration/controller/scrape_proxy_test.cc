@@ -97,16 +97,14 @@ json ProxyPool(const std::string& app) {
 
 class ScrapeThroughApiServerProxyTest : public testing::FleetTest {
  protected:
-  void SetUp() override {
-    NamespacedTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
+  void MakeAddresses() override {
     addresses_ = std::make_unique<ProxyableAddresses>();
     if (const std::string why = addresses_->Create(); !why.empty()) {
       GTEST_SKIP() << "cannot make non-loopback pod addresses for the API server to proxy to: "
                    << why;
     }
-    StartFleet(addresses_->base());
   }
+  std::string AddressBase() const override { return addresses_->base(); }
 
   void TearDown() override {
     FleetTest::TearDown();

@@ -279,10 +279,10 @@ TEST(DirectFetcher, AFullQueueRefusesAndStoppingCancelsTheRest) {
   std::atomic<int> called{0};
   {
     DirectFetcher fetcher({.max_in_flight = 1, .max_queued = 1});
-    for (std::size_t i = 0; i < results.size(); ++i) {
+    for (FetchResult& result : results) {
       fetcher.Fetch({.address = Address(hung), .timeout = std::chrono::seconds(60)},
-                    [&, i](FetchResult r) {
-                      results[i] = std::move(r);
+                    [&called, &result](FetchResult r) {
+                      result = std::move(r);
                       ++called;
                     });
     }
