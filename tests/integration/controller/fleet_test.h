@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "api/inference_pool.h"
 #include "child_process.h"
 #include "crds.h"
+#include "eventually.h"
 #include "http_get.h"
 #include "namespaced_test.h"
 #include "node_agent.h"
@@ -28,6 +30,21 @@
 namespace eoc::testing {
 
 inline constexpr auto kPatience = std::chrono::seconds(90);
+
+inline const kube::ResourceRef kPools{std::string(api::kGroup), std::string(api::kVersion),
+                                      std::string(api::kPlural)};
+
+// An InferencePool of the pods labelled app=`app` (targetPort 8000), named `app`, with
+// `metrics` as its spec.metrics; callers add the rest of the spec.
+inline nlohmann::json PoolOf(const std::string& app, nlohmann::json metrics) {
+  return {{"apiVersion", "eoc.dev/v1alpha1"},
+          {"kind", "InferencePool"},
+          {"metadata", {{"name", app}}},
+          {"spec",
+           {{"selector", {{"matchLabels", {{"app", app}}}}},
+            {"targetPort", 8000},
+            {"metrics", std::move(metrics)}}}};
+}
 
 // The value of the sample `series` (name and labels, as the exposition writes them); -1 if none.
 inline double Sample(const std::string& text, const std::string& series) {
@@ -92,6 +109,19 @@ class FleetTest : public NamespacedTest {
     return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
            "\"}";
   }
+  // The names of `count` Running pods labelled app=`app`, once there are that many (fewer when
+  // kPatience passed first).
+  std::vector<std::string> AwaitRunningPods(const std::string& app, std::size_t count) const {
+    std::vector<std::string> pods;
+    (void)Eventually(
+        [&] {
+          pods = RunningPods(app);
+          return pods.size() == count;
+        },
+        kPatience);
+    return pods;
+  }
+
   // The names of the Running pods labelled app=`app`.
   std::vector<std::string> RunningPods(const std::string& app) const {
     std::vector<std::string> names;

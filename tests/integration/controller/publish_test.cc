@@ -25,23 +25,17 @@ using testing::kPatience;
 using testing::Sample;
 namespace resources = kube::resources;
 
-const kube::ResourceRef kPools{"eoc.dev", "v1alpha1", "inferencepools"};
+using testing::kPools;
 
 // A LeastBusy pool of `app`, scraped every second, at most 8 sequences a worker (so that a test
 // can saturate one), its table republished for moved weights at most every second.
 json Pool(const std::string& app) {
-  return {{"apiVersion", "eoc.dev/v1alpha1"},
-          {"kind", "InferencePool"},
-          {"metadata", {{"name", app}}},
-          {"spec",
-           {{"selector", {{"matchLabels", {{"app", app}}}}},
-            {"targetPort", 8000},
-            {"metrics", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}}},
-            {"routing",
-             {{"strategy", "LeastBusy"},
-              {"maxConcurrencyPerWorker", 8},
-              {"publishIntervalSeconds", 1},
-              {"publishThreshold", 50}}}}}};
+  json pool = testing::PoolOf(app, {{"intervalSeconds", 1}, {"timeoutSeconds", 1}});
+  pool["spec"]["routing"] = {{"strategy", "LeastBusy"},
+                             {"maxConcurrencyPerWorker", 8},
+                             {"publishIntervalSeconds", 1},
+                             {"publishThreshold", 50}};
+  return pool;
 }
 
 class PublishIntegrationTest : public testing::FleetTest {};
@@ -49,13 +43,8 @@ class PublishIntegrationTest : public testing::FleetTest {};
 TEST_F(PublishIntegrationTest, WeightsFollowTheLoadAndSteadyLoadsWriteNothing) {
   ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));
   ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w")));
-  std::vector<std::string> pods;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        pods = RunningPods("w");
-        return pods.size() == 2;
-      },
-      kPatience));
+  const std::vector<std::string> pods = AwaitRunningPods("w", 2);
+  ASSERT_EQ(pods.size(), 2U);
   // The published table: pod -> weight, and its generation.
   std::int64_t generation = 0;
   const auto weights = [&]() -> std::optional<std::map<std::string, std::int64_t>> {

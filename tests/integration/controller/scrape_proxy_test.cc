@@ -85,14 +85,8 @@ class ProxyableAddresses {
 };
 
 json ProxyPool(const std::string& app) {
-  return {{"apiVersion", "eoc.dev/v1alpha1"},
-          {"kind", "InferencePool"},
-          {"metadata", {{"name", app}}},
-          {"spec",
-           {{"selector", {{"matchLabels", {{"app", app}}}}},
-            {"targetPort", 8000},
-            {"metrics",
-             {{"intervalSeconds", 1}, {"timeoutSeconds", 1}, {"access", "APIServerProxy"}}}}}};
+  return testing::PoolOf(
+      app, {{"intervalSeconds", 1}, {"timeoutSeconds", 1}, {"access", "APIServerProxy"}});
 }
 
 class ScrapeThroughApiServerProxyTest : public testing::FleetTest {
@@ -120,15 +114,9 @@ class ScrapeThroughApiServerProxyTest : public testing::FleetTest {
 
 TEST_F(ScrapeThroughApiServerProxyTest, GaugesFollowTheLoadScrapedThroughPodsProxy) {
   ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("px", 2)));
-  ASSERT_TRUE(client_->Create(kube::ResourceRef{"eoc.dev", "v1alpha1", "inferencepools"}, ns_,
-                              ProxyPool("px")));
-  std::vector<std::string> pods;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        pods = RunningPods("px");
-        return pods.size() == 2;
-      },
-      kPatience));
+  ASSERT_TRUE(client_->Create(testing::kPools, ns_, ProxyPool("px")));
+  const std::vector<std::string> pods = AwaitRunningPods("px", 2);
+  ASSERT_EQ(pods.size(), 2U);
   std::vector<std::shared_ptr<testing::FakeWorker>> workers;
   for (int i = 0; i < 2; ++i) {
     // The workers are on the test's private addresses, not loopback ones.

@@ -28,14 +28,8 @@ using testing::Sample;
 namespace resources = kube::resources;
 
 json Pool(const std::string& app, int interval_seconds, int timeout_seconds) {
-  return {{"apiVersion", "eoc.dev/v1alpha1"},
-          {"kind", "InferencePool"},
-          {"metadata", {{"name", app}}},
-          {"spec",
-           {{"selector", {{"matchLabels", {{"app", app}}}}},
-            {"targetPort", 8000},
-            {"metrics",
-             {{"intervalSeconds", interval_seconds}, {"timeoutSeconds", timeout_seconds}}}}}};
+  return testing::PoolOf(
+      app, {{"intervalSeconds", interval_seconds}, {"timeoutSeconds", timeout_seconds}});
 }
 
 // A bare worker pod of `app`, its fake worker configured by `annotations`.
@@ -53,15 +47,9 @@ class ScrapeLoopIntegrationTest : public testing::FleetTest {};
 
 TEST_F(ScrapeLoopIntegrationTest, EachWorkersGaugesFollowTheLoadItReports) {
   ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));
-  ASSERT_TRUE(client_->Create(kube::ResourceRef{"eoc.dev", "v1alpha1", "inferencepools"}, ns_,
-                              Pool("w", 1, 1)));
-  std::vector<std::string> pods;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        pods = RunningPods("w");
-        return pods.size() == 2;
-      },
-      kPatience));
+  ASSERT_TRUE(client_->Create(testing::kPools, ns_, Pool("w", 1, 1)));
+  const std::vector<std::string> pods = AwaitRunningPods("w", 2);
+  ASSERT_EQ(pods.size(), 2U);
   for (int i = 0; i < 2; ++i) {
     auto worker = agent_->Worker(ns_, pods[i]);
     ASSERT_NE(worker, nullptr) << pods[i];
@@ -116,8 +104,7 @@ TEST_F(ScrapeLoopIntegrationTest, FaultyEndpointsFailByKindAndTheHealthyOneIsScr
         kPatience));
   }
   ASSERT_TRUE(client_->Create(resources::kPods, ns_, WorkerPod("healthy", "f", {})));
-  ASSERT_TRUE(client_->Create(kube::ResourceRef{"eoc.dev", "v1alpha1", "inferencepools"}, ns_,
-                              Pool("f", 2, 1)));
+  ASSERT_TRUE(client_->Create(testing::kPools, ns_, Pool("f", 2, 1)));
   ASSERT_TRUE(Eventually([&] { return RunningPods("f").size() == 5; }, kPatience));
   agent_->Worker(ns_, "healthy")->SetLoad({.running = 2});
 
