@@ -64,7 +64,7 @@ api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int6
                 "no worker's metrics could be read; see the eoc_worker_scrape_* metrics",
                 generation);
   }
-  if (unavailable > 0) {
+  if (unavailable > 0 || summary.recovering > 0) {
     return Make(type, "True", reasons::kSomeMetricsUnavailable,
                 "some workers' metrics could not be read; see the eoc_worker_scrape_* metrics",
                 generation);

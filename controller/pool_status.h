@@ -36,14 +36,19 @@ inline constexpr const char* kAutoscalerNotRunning = "AutoscalerNotRunning";
 
 // The MetricsAvailable condition for `summary`:
 // (available: summary.ok; unavailable: the rest of summary.total)
-//   every worker read          True     AllAvailable
-//   some read, some not        True     SomeUnavailable
+//   every worker read, and
+//   none failed lately         True     AllAvailable
+//   some read, some not (or a
+//   read one failed lately)    True     SomeUnavailable
 //   none read                  False    NoneAvailable
 //   no worker at all           Unknown  NoReadyWorkers (nothing to read; Ready says the same)
 // Its message names no count: while some workers fail, one more failing or recovering rewrites
 // nothing; only a move between these four states changes the condition (the counts are in the
-// eoc_worker_scrape_* metrics). lastTransitionTime moves with the status only (SetCondition), so
-// AllAvailable and SomeUnavailable, both True, share it.
+// eoc_worker_scrape_* metrics). "Lately" is within its last kSteadyScrapes scrapes
+// (summary.recovering), so a worker that fails every other scrape keeps the pool at
+// SomeUnavailable instead of rewriting the condition each time it comes back. lastTransitionTime
+// moves with the status only (SetCondition), so AllAvailable and SomeUnavailable, both True, share
+// it.
 api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int64_t generation);
 
 // The workers a routing table lists, and so the routing snapshot holds: the first

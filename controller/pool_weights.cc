@@ -11,7 +11,8 @@ namespace eoc::controller {
 
 std::vector<routing::WorkerLoad> WorkerLoadsOf(
     std::span<const routing::Worker> workers,
-    std::span<const routing::PoolState::ObservedLoad> observed) {
+    std::span<const routing::PoolState::ObservedLoad> observed,
+    const std::map<std::string, double>& grid_g_per_kwh) {
   std::unordered_map<routing::WorkerKey, const routing::PoolState::ObservedLoad*> by_key;
   by_key.reserve(observed.size());
   for (const auto& o : observed) by_key.emplace(o.worker, &o);
@@ -22,6 +23,10 @@ std::vector<routing::WorkerLoad> WorkerLoadsOf(
     if (const auto it = by_key.find(w.key); it != by_key.end()) {
       load.load = it->second->load;
       load.picks_since_scrape = it->second->picks_since_scrape;
+    }
+    if (const auto zone = grid_g_per_kwh.find(w.capability.zone);
+        !w.capability.zone.empty() && zone != grid_g_per_kwh.end()) {
+      load.load.grid_g_per_kwh = zone->second;
     }
     out.push_back(load);
   }
@@ -34,7 +39,8 @@ std::vector<routing::Worker> WeighWorkers(
     std::chrono::steady_clock::time_point now) {
   std::vector<routing::Worker> out = workers;
   const auto listed = std::span(out).first(PublishedWorkers(workers).size());
-  const std::vector<routing::WorkerLoad> loads = WorkerLoadsOf(listed, observed);
+  const std::vector<routing::WorkerLoad> loads =
+      WorkerLoadsOf(listed, observed, spec.carbon.static_intensity);
   std::vector<routing::WorkerKey> keys;
   keys.reserve(listed.size());
   for (const routing::Worker& w : listed) keys.push_back(w.key);

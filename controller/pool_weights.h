@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,15 +24,19 @@ namespace eoc::controller {
 
 // What ComputeWeights reads of each of `workers`: its load from `observed` (by key; a worker not
 // there has no load yet: available false), its energy profile and max concurrency as
-// DescribeWorker resolved them, and the picks this replica sent it since the scrape.
+// DescribeWorker resolved them, the picks this replica sent it since the scrape, and its zone's
+// grid intensity from `grid_g_per_kwh` (zone -> gCO2e/kWh: spec.carbon.static; a worker whose zone
+// is unknown or not listed keeps 0, unknown, and CarbonWeighted gives it the pool's median).
 std::vector<routing::WorkerLoad> WorkerLoadsOf(
     std::span<const routing::Worker> workers,
-    std::span<const routing::PoolState::ObservedLoad> observed);
+    std::span<const routing::PoolState::ObservedLoad> observed,
+    const std::map<std::string, double>& grid_g_per_kwh);
 
 // `workers` with the weights the table should list: those of the table's workers
-// (PublishedWorkers) computed under spec.routing.strategy and kept by `keeper` (whose scrape
-// interval becomes spec.metrics.intervalSeconds); workers past the table keep theirs (the table
-// does not list them).
+// (PublishedWorkers) computed under spec.routing.strategy, with the grid intensities of
+// spec.carbon.static, and kept by `keeper` (whose scrape interval becomes
+// spec.metrics.intervalSeconds); workers past the table keep theirs (the table does not list
+// them).
 std::vector<routing::Worker> WeighWorkers(
     const api::InferencePoolSpec& spec, const std::vector<routing::Worker>& workers,
     std::span<const routing::PoolState::ObservedLoad> observed, routing::WeightKeeper& keeper,

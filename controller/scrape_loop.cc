@@ -244,6 +244,7 @@ void ScrapeLoop::Finish(Arrival arrival) {
     }
   }
   w.ok = ok;
+  w.good_in_a_row = ok ? std::min(w.good_in_a_row + 1, kSteadyScrapes) : 0;
   ++w.results;
   ++pool.scrapes;
   if (options_.metrics != nullptr) {
@@ -265,7 +266,10 @@ void ScrapeLoop::Finish(Arrival arrival) {
 void ScrapeLoop::Publish(const std::string& key, const PoolEntry& pool) {
   ScrapeSummary summary{
       .total = pool.workers.size(), .rounds = pool.rounds, .scrapes = pool.scrapes};
-  for (const auto& [worker, w] : pool.workers) summary.ok += w.ok ? 1 : 0;
+  for (const auto& [worker, w] : pool.workers) {
+    summary.ok += w.ok ? 1 : 0;
+    summary.recovering += w.ok && w.good_in_a_row < kSteadyScrapes ? 1 : 0;
+  }
   const std::lock_guard lock(summary_mu_);
   summaries_.insert_or_assign(key, summary);
 }

@@ -88,7 +88,10 @@ class ScrapeLoop final : public ScrapePools {
     std::optional<routing::ScrapeMark> mark;
     std::shared_ptr<routing::PoolState> state;  // the state the mark is of
     bool ok = false;                            // the last scrape was good
-    std::uint64_t results = 0;                  // scrapes finished
+    // Good scrapes in a row, up to kSteadyScrapes; a worker starts steady (its first good
+    // scrape counts it available at once), and a failure sets it to 0.
+    std::uint32_t good_in_a_row = kSteadyScrapes;
+    std::uint64_t results = 0;  // scrapes finished
   };
   struct PoolEntry {
     ScrapePool spec;

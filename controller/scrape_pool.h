@@ -55,10 +55,17 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
 // The engine map that reads a pool's pages.
 signals::EngineMap EngineMapOf(api::Engine engine, const signals::GenericMetricNames& generic);
 
+// The good scrapes in a row after a failed one before a worker counts as steady again.
+inline constexpr std::uint32_t kSteadyScrapes = 3;
+
 // A pool's scrapes as the loop last saw them (the reconciler's MetricsAvailable reads ok and
 // total).
 struct ScrapeSummary {
-  std::size_t ok = 0;         // workers whose last scrape was good (within its last interval)
+  std::size_t ok = 0;  // workers whose last scrape was good (within its last interval)
+  // Of those, the workers that failed within their last kSteadyScrapes scrapes: a worker that
+  // flaps between good and failed scrapes stays here rather than move the pool's
+  // MetricsAvailable reason back and forth.
+  std::size_t recovering = 0;
   std::size_t total = 0;      // workers
   std::uint64_t rounds = 0;   // rounds started
   std::uint64_t scrapes = 0;  // scrapes finished (good or not)

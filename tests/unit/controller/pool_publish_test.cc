@@ -243,6 +243,15 @@ TEST_F(PoolPublishTest, MetricsAvailableFollowsTheScrapeSummary) {
   clock_.Advance(seconds(1));
   Step();
   EXPECT_EQ(client_.writes.size(), writes);  // the counts are not in the status
+  // Back, but one failed lately: SomeUnavailable until it has been good kSteadyScrapes in a row.
+  scrape_.summary = ScrapeSummary{.ok = 2, .recovering = 1, .total = 2, .rounds = 4, .scrapes = 8};
+  clock_.Advance(seconds(1));
+  Step();
+  EXPECT_EQ(Condition("MetricsAvailable").reason, "SomeUnavailable");
+  scrape_.summary = ScrapeSummary{.ok = 2, .total = 2, .rounds = 5, .scrapes = 10};
+  clock_.Advance(seconds(1));
+  Step();
+  EXPECT_EQ(Condition("MetricsAvailable").reason, "AllAvailable");
 }
 
 TEST_F(PoolPublishTest, AnEnergyStrategyNamesTheAcceleratorsWithoutAProfile) {

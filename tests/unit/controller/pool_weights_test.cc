@@ -47,6 +47,34 @@ TEST(WeighWorkersTest, WeighsTheLoadsAndKeepsAnUnavailableWorkersLastWeight) {
   EXPECT_EQ(WeighWorkers(spec, workers, seen, keeper, kT0 + seconds(15))[1].weight, 1000);
 }
 
+TEST(WeighWorkersTest, CarbonWeightedReadsEachZonesStaticIntensity) {
+  api::InferencePoolSpec spec = api::DefaultSpec();
+  spec.routing.strategy = Strategy::kCarbonWeighted;
+  spec.carbon.static_intensity = {{"eu-north", 100}, {"us-east", 400}, {"ap-south", 700}};
+  std::vector<Worker> workers;
+  for (const char* zone : {"eu-north", "us-east", "unlisted", ""}) {
+    Worker w = W(std::string("w-") + zone);
+    w.capability.zone = zone;
+    w.profile = {.idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 1000};
+    workers.push_back(w);
+  }
+  std::vector<routing::PoolState::ObservedLoad> seen;
+  for (const Worker& w : workers) seen.push_back(Seen(w, 0));
+  routing::WeightKeeper keeper(seconds(1));
+  const auto weighed = WeighWorkers(spec, workers, seen, keeper, kT0);
+  // Same joules per token and idle everywhere: the weight is the inverse of the intensity, the
+  // zones the map does not list (and a node without a zone) take the median of the known (250).
+  EXPECT_EQ(weighed[0].weight, 1000);
+  EXPECT_EQ(weighed[1].weight, 250);
+  EXPECT_EQ(weighed[2].weight, 400);
+  EXPECT_EQ(weighed[3].weight, 400);
+  // JouleWeighted does not read the intensities: equal joules, equal weights.
+  spec.routing.strategy = Strategy::kJouleWeighted;
+  for (const Worker& w : WeighWorkers(spec, workers, seen, keeper, kT0)) {
+    EXPECT_EQ(w.weight, 1000) << w.pod;
+  }
+}
+
 TEST(MissingEnergyProfilesTest, NamesAcceleratorsNoProfileMatchesUnderEnergyStrategies) {
   api::InferencePoolSpec spec = api::DefaultSpec();
   spec.routing.strategy = Strategy::kJouleWeighted;

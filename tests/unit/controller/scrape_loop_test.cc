@@ -242,6 +242,34 @@ TEST_F(ScrapeLoopTest, AFailingWorkerIsUnavailableAndTheOthersAreScrapedOnTime) 
   EXPECT_THAT(Exposition(), Not(HasSubstr(Series("eoc_worker_running_requests", 0))));
 }
 
+TEST_F(ScrapeLoopTest, AFlappingWorkerStaysRecoveringUntilItsGoodScrapesInARow) {
+  const FetchResult good = FakeFetcher::Page(Vllm({.running = 1}));
+  fetcher_.Set(Address(0), good);
+  fetcher_.Set(Address(1), good);
+  loop_.SetPool(Pool({0, 1}));
+  ASSERT_TRUE(AwaitScrapes(2));
+  EXPECT_EQ(Summary().ok, 2U);  // a new worker's first good scrape counts at once
+  EXPECT_EQ(Summary().recovering, 0U);
+  // Worker 1 fails every other round: while it is back it is recovering, never steady.
+  std::uint64_t scrapes = 2;
+  for (int round = 2; round <= 7; ++round) {
+    fetcher_.Set(Address(1), round % 2 == 0 ? FakeFetcher::Error(FetchErrorKind::kDeadline) : good);
+    ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (round - 1)));
+    ASSERT_TRUE(AwaitScrapes(scrapes += 2));
+    EXPECT_EQ(Summary().ok, round % 2 == 0 ? 1U : 2U) << round;
+    EXPECT_EQ(Summary().recovering, round % 2 == 0 ? 0U : 1U) << round;
+  }
+  // Good from now on: recovering for its first kSteadyScrapes - 1 good scrapes, then steady.
+  fetcher_.Set(Address(1), good);
+  for (int round = 8; round <= 10; ++round) {
+    ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (round - 1)));
+    ASSERT_TRUE(AwaitScrapes(scrapes += 2));
+    // Round 7 was its first good scrape after round 6's failure; rounds 8 and 9 the next two.
+    EXPECT_EQ(Summary().recovering, round < 9 ? 1U : 0U) << round;
+  }
+  EXPECT_EQ(Summary().ok, 2U);
+}
+
 TEST_F(ScrapeLoopTest, TokenRatesAcrossScrapesAndACounterReset) {
   fetcher_.Set(
       Address(0),
