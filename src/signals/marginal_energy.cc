@@ -83,7 +83,8 @@ std::optional<MarginalEnergy::Fit> MarginalEnergy::Estimate() const {
       slopes.at(pairs++) = (b.watts - a.watts) / dx;
     }
   }
-  const double all_pairs = static_cast<double>(size_ * (size_ - 1) / 2);
+  const auto n = static_cast<double>(size_);
+  const double all_pairs = n * (n - 1) / 2;
   if (pairs == 0 || static_cast<double>(pairs) < kMinUsablePairShare * all_pairs) {
     return std::nullopt;
   }
