@@ -1,7 +1,8 @@
 // Tokens per second from an engine's two token counters (prompt and generated), scrape by
 // scrape, robust to counter resets: a counter lower than at the last scrape means the engine
 // restarted, and its new value is taken as the increase since the restart, as Prometheus' rate()
-// does; a rate is never negative. The first scrape gives no rate. Time is passed in, never read.
+// does (the rule of counter_rate.h); a rate is never negative. The first scrape gives no rate. Time
+// is passed in, never read.
 //
 //   TokenRate rate;
 //   rate.Add(t0, /*prompt_total=*/1000, /*generation_total=*/500);            // nullopt
