@@ -10,10 +10,6 @@
 // The fake's own vLLM page is small (about 1.3 KB); --page serves a captured one instead (such as
 // ../shared/metrics-samples/vllm-v0.5-opt125m-full.prom, 13 KB), --page-copies N times over, for
 // the size of a real V1 page with its histograms per model (tens to hundreds of KB).
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -28,61 +24,13 @@
 #include <vector>
 
 #include "controller/scrape/direct_fetcher.h"
-#include "fake_worker.h"
-#include "server/server.h"
-#include "telemetry/logging.h"
+#include "fake_worker_child.h"
 
 namespace {
 
 using Seconds = std::chrono::duration<double>;
-
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  const auto tv = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-  };
-  return tv(u.ru_utime) + tv(u.ru_stime);
-}
-
-// The child: starts the workers, writes "ip:port" per line and then "ready" to `out`, and serves
-// until `in` closes (the parent exits or is done).
-// With a `page`, each worker is a plain server of that page instead of a FakeWorker.
-[[noreturn]] void ServeWorkers(int count, const std::string& page, int in, int out) {
-  eoc::telemetry::SetLogLevel(eoc::telemetry::LogLevel::kWarn);
-  std::vector<std::unique_ptr<eoc::testing::FakeWorker>> workers;
-  std::vector<std::unique_ptr<eoc::server::HttpServer>> servers;
-  std::string lines;
-  for (int i = 0; i < count; ++i) {
-    const std::string ip =
-        "127.0." + std::to_string(20 + i / 250) + "." + std::to_string(1 + i % 250);
-    if (!page.empty()) {
-      auto s = std::make_unique<eoc::server::HttpServer>(
-          eoc::server::ServerOptions{.address = ip + ":0", .threads = 1});
-      s->Handle("GET", "/metrics", [&page](const eoc::server::Request&, eoc::server::Response& r) {
-        r.body() = page;
-      });
-      s->Start();
-      lines += ip + ":" + std::to_string(s->port()) + "\n";
-      servers.push_back(std::move(s));
-      continue;
-    }
-    auto w = std::make_unique<eoc::testing::FakeWorker>(eoc::testing::FakeWorkerOptions{
-        .address = ip + ":0", .pod_name = "w-" + std::to_string(i), .threads = 1});
-    w->Start();
-    w->SetLoad({.running = i % 17, .waiting = i % 5, .kv_cache_usage = 0.3});
-    lines += w->endpoint() + "\n";
-    workers.push_back(std::move(w));
-  }
-  lines += "ready\n";
-  if (write(out, lines.data(), lines.size()) != static_cast<ssize_t>(lines.size())) _exit(1);
-  char c = 0;
-  while (read(in, &c, 1) > 0) {
-  }
-  for (auto& w : workers) w->Stop();
-  for (auto& s : servers) s->Stop();
-  _exit(0);
-}
+using eoc::bench::CpuSeconds;
+using eoc::bench::Median;
 
 struct Round {
   double wall = 0;
@@ -90,11 +38,6 @@ struct Round {
   std::size_t errors = 0;
   std::size_t bytes = 0;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -131,29 +74,9 @@ int main(int argc, char** argv) {
   }
 
   // Fork before any thread starts.
-  int to_child[2];
-  int from_child[2];
-  if (pipe(to_child) != 0 || pipe(from_child) != 0) return 1;
-  const pid_t child = fork();
-  if (child == 0) {
-    close(to_child[1]);
-    close(from_child[0]);
-    ServeWorkers(workers, page, to_child[0], from_child[1]);
-  }
-  close(to_child[0]);
-  close(from_child[1]);
-  std::vector<std::string> endpoints;
-  {
-    FILE* f = fdopen(from_child[0], "r");
-    char line[128];
-    while (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
-      std::string s(line);
-      if (!s.empty() && s.back() == '\n') s.pop_back();
-      if (s == "ready") break;
-      endpoints.push_back(s);
-    }
-  }
-  if (endpoints.size() != static_cast<std::size_t>(workers)) {
+  const eoc::bench::WorkerChild child(workers, page);
+  const std::vector<std::string>& endpoints = child.endpoints();
+  if (endpoints.empty()) {
     std::cerr << "the workers did not start\n";
     return 1;
   }
@@ -182,9 +105,6 @@ int main(int argc, char** argv) {
     round.cpu = CpuSeconds() - cpu0;
     if (r > 0) measured.push_back(round);  // round 0 warms up
   }
-  close(to_child[1]);
-  waitpid(child, nullptr, 0);
-
   std::vector<double> walls;
   std::vector<double> cpus;
   std::size_t errors = 0;
