@@ -4,9 +4,10 @@
 // routing/weights.h, computed here by hand: for each worker, headroom h = 1 - busyness
 // (running / maxConcurrencyPerWorker), score h / J (JouleWeighted; J the profile's
 // (maxWatts - idleWatts) / maxTokensPerSecond) or h / (J x g/kWh) (CarbonWeighted; g/kWh the
-// worker's zone's in spec.carbon.static), weight round(1000 x score / best score). They move when
-// a worker's load or the pool's static intensities change. Assertions are on what is published,
-// never on how fast.
+// worker's zone's in spec.carbon.static) or R / (running + 1) (LatencyWeighted; R the profile's
+// maxTokensPerSecond while the worker's measured token rate, 0 here, is below it), weight
+// round(1000 x score / best score). They move when a worker's load or the pool's static
+// intensities change. Assertions are on what is published, never on how fast.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,6 +55,16 @@ struct Profile {
   }
   double Joules() const { return (max_watts - idle_watts) / max_tokens_per_second; }
 };
+
+// J: A100 300 W / 2400 tok/s = 0.125 J/token; H100 600 W / 8000 tok/s = 0.075 J/token.
+constexpr Profile kA100{.accelerator = "NVIDIA-A100",
+                        .idle_watts = 100,
+                        .max_watts = 400,
+                        .max_tokens_per_second = 2400};
+constexpr Profile kH100{.accelerator = "NVIDIA-H100",
+                        .idle_watts = 100,
+                        .max_watts = 700,
+                        .max_tokens_per_second = 8000};
 
 // The weight of a worker whose score is `score` in a pool whose best score is `best`.
 std::int64_t Weight(double score, double best) { return std::lround(1000 * score / best); }
@@ -131,15 +142,6 @@ class WeightsIntegrationTest : public testing::FleetTest {
 };
 
 TEST_F(WeightsIntegrationTest, JouleWeightedFollowsEachProductsJoulesAndTheLoad) {
-  // J: A100 300 W / 2400 tok/s = 0.125 J/token; H100 600 W / 8000 tok/s = 0.075 J/token.
-  constexpr Profile kA100{.accelerator = "NVIDIA-A100",
-                          .idle_watts = 100,
-                          .max_watts = 400,
-                          .max_tokens_per_second = 2400};
-  constexpr Profile kH100{.accelerator = "NVIDIA-H100",
-                          .idle_watts = 100,
-                          .max_watts = 700,
-                          .max_tokens_per_second = 8000};
   ASSERT_NO_FATAL_FAILURE(
       StartWorkers(Pool("JouleWeighted", json::array({kA100.Json(), kH100.Json()}))));
 
@@ -179,6 +181,26 @@ TEST_F(WeightsIntegrationTest, CarbonWeightedFollowsEachZonesStaticIntensity) {
   ASSERT_TRUE(client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge,
                              {{"spec", {{"carbon", {{"static", {{kNodeB.region, 200}}}}}}}}));
   ASSERT_TRUE(Eventually([&] { return Published(1000, 500); }, kPatience)) << Table();
+}
+
+TEST_F(WeightsIntegrationTest, LatencyWeightedFollowsEachProductsTokenRateAndTheQueue) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartWorkers(Pool("LatencyWeighted", json::array({kA100.Json(), kH100.Json()}))));
+
+  // Equal queues (2 running; score R / 3): the H100 (8000 tok/s) 1000, the A100 (2400) 300.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  const double a = kA100.max_tokens_per_second / 3;
+  double b = kH100.max_tokens_per_second / 3;
+  ASSERT_EQ(Weight(a, b), 300);
+  ASSERT_TRUE(Eventually([&] { return Published(Weight(a, b), 1000); }, kPatience)) << Table();
+
+  // The H100's queue grows to 6 (score 8000 / 7 = 1143 against the A100's 800): it still leads,
+  // and the A100 rises to 1000 x 800 / 1143 = 700.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 6));
+  b = kH100.max_tokens_per_second / 7;
+  ASSERT_EQ(Weight(a, b), 700);
+  ASSERT_TRUE(Eventually([&] { return Published(Weight(a, b), 1000); }, kPatience)) << Table();
 }
 
 }  // namespace
