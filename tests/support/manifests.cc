@@ -2,21 +2,23 @@
 
 namespace eoc::testing {
 
-nlohmann::json WorkerDeployment(const std::string& name, int replicas) {
+nlohmann::json WorkerDeployment(const std::string& name, int replicas,
+                                const WorkerDeploymentOptions& options) {
   using nlohmann::json;
   const json labels = {{"app", name}};
+  json pod_labels = labels;
+  for (const auto& [key, value] : options.pod_labels) pod_labels[key] = value;
   const json container = {{"name", "vllm"}, {"image", "vllm/vllm-openai:latest"}};
+  json pod_spec = {{"automountServiceAccountToken", false},
+                   {"containers", json::array({container})}};
+  if (!options.node_selector.empty()) pod_spec["nodeSelector"] = options.node_selector;
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
           {"metadata", {{"name", name}, {"labels", labels}}},
           {"spec",
            {{"replicas", replicas},
             {"selector", {{"matchLabels", labels}}},
-            {"template",
-             {{"metadata", {{"labels", labels}}},
-              {"spec",
-               {{"automountServiceAccountToken", false},
-                {"containers", json::array({container})}}}}}}}};
+            {"template", {{"metadata", {{"labels", pod_labels}}}, {"spec", pod_spec}}}}}};
 }
 
 }  // namespace eoc::testing

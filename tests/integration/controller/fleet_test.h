@@ -1,7 +1,8 @@
 // A fixture for tests of the eoc-controller binary with a fleet: on the shared control plane, the
-// CRDs, a node agent playing the kubelet for one node of its own (fake workers on this process's
-// addresses, or those StartFleet is given), and the controller watching the test's namespace,
-// serving /metrics on a free port; stopped (and checked to exit cleanly) after the test.
+// CRDs, a node agent playing the kubelet for nodes of its own (one unlabelled node, or those
+// Nodes() names; fake workers on this process's addresses, or those StartFleet is given), and the
+// controller watching the test's namespace, serving /metrics on a free port; stopped (and checked
+// to exit cleanly) after the test, its nodes deleted.
 //
 //   class MyTest : public eoc::testing::FleetTest {};
 //   TEST_F(MyTest, Something) {
@@ -15,7 +16,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,12 +71,16 @@ class FleetTest : public NamespacedTest {
   // saying why), before the fleet starts; AddressBase() then names them.
   virtual void MakeAddresses() {}
   virtual std::string AddressBase() const { return ProcessAddressBase(); }
+  // The nodes the agent registers and binds pods to (by spec.nodeSelector), each named uniquely
+  // (UniqueName), for fixtures whose workers need labels or more than one node.
+  virtual std::vector<NodeSpec> Nodes() const { return {{.name = UniqueName("node")}}; }
 
  private:
   void StartFleet(const std::string& address_base) {
     ASSERT_EQ(InstallCrds(*plane_), "");
-    node_ = UniqueName("node");
-    agent_ = std::make_unique<NodeAgent>(*client_, NodeAgentOptions{.nodes = {{.name = node_}},
+    std::vector<NodeSpec> nodes = Nodes();
+    for (const NodeSpec& node : nodes) nodes_.push_back(node.name);
+    agent_ = std::make_unique<NodeAgent>(*client_, NodeAgentOptions{.nodes = std::move(nodes),
                                                                     .namespaces = {ns_},
                                                                     .address_base = address_base});
     agent_->Start();
@@ -95,7 +103,7 @@ class FleetTest : public NamespacedTest {
           << controller_->Output();
     }
     if (agent_) agent_->Stop();
-    if (!node_.empty()) (void)client_->Delete(kube::resources::kNodes, "", node_);
+    for (const std::string& node : nodes_) (void)client_->Delete(kube::resources::kNodes, "", node);
     NamespacedTest::TearDown();
   }
 
@@ -109,6 +117,23 @@ class FleetTest : public NamespacedTest {
     return "eoc_scrapes_total{namespace=\"" + ns_ + "\",pool=\"" + pool + "\",result=\"" + result +
            "\"}";
   }
+  // The routing table pool `pool` publishes in status.routing: pod name -> weight (and its
+  // generation in `generation`, when given); nullopt before one is published.
+  std::optional<std::map<std::string, std::int64_t>> PublishedWeights(
+      const std::string& pool, std::int64_t* generation = nullptr) const {
+    auto object = client_->Get(kPools, ns_, pool);
+    if (!object || !object->contains("status") || !(*object)["status"].contains("routing")) {
+      return std::nullopt;
+    }
+    const nlohmann::json& routing = (*object)["status"]["routing"];
+    if (generation != nullptr) *generation = routing.value("generation", std::int64_t{0});
+    std::map<std::string, std::int64_t> out;
+    for (const nlohmann::json& w : routing.value("workers", nlohmann::json::array())) {
+      out[w.value("pod", "")] = w.value("weight", std::int64_t{-1});
+    }
+    return out;
+  }
+
   // The names of `count` Running pods labelled app=`app`, once there are that many (fewer when
   // kPatience passed first).
   std::vector<std::string> AwaitRunningPods(const std::string& app, std::size_t count) const {
@@ -135,7 +160,7 @@ class FleetTest : public NamespacedTest {
     return names;
   }
 
-  std::string node_;
+  std::vector<std::string> nodes_;  // the names of Nodes()
   std::unique_ptr<NodeAgent> agent_;
   int metrics_port_ = 0;
   std::unique_ptr<ChildProcess> controller_;

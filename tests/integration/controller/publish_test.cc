@@ -6,9 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,23 +43,9 @@ TEST_F(PublishIntegrationTest, WeightsFollowTheLoadAndSteadyLoadsWriteNothing) {
   ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w")));
   const std::vector<std::string> pods = AwaitRunningPods("w", 2);
   ASSERT_EQ(pods.size(), 2U);
-  // The published table: pod -> weight, and its generation.
-  std::int64_t generation = 0;
-  const auto weights = [&]() -> std::optional<std::map<std::string, std::int64_t>> {
-    auto pool = client_->Get(kPools, ns_, "w");
-    if (!pool || !pool->contains("status") || !(*pool)["status"].contains("routing")) {
-      return std::nullopt;
-    }
-    const json& routing = (*pool)["status"]["routing"];
-    generation = routing.value("generation", std::int64_t{0});
-    std::map<std::string, std::int64_t> out;
-    for (const json& w : routing.value("workers", json::array())) {
-      out[w.value("pod", "")] = w.value("weight", std::int64_t{-1});
-    }
-    return out;
-  };
+  std::int64_t generation = 0;  // the published table's
   const auto published = [&](std::int64_t a, std::int64_t b) {
-    const auto w = weights();
+    const auto w = PublishedWeights("w", &generation);
     return w && w->size() == 2 && w->count(pods[0]) == 1 && w->at(pods[0]) == a &&
            w->count(pods[1]) == 1 && w->at(pods[1]) == b;
   };

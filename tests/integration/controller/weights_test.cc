@@ -1,0 +1,207 @@
+// The weighted strategies end to end: the eoc-controller binary on the shared control plane, the
+// node agent playing the kubelet for two nodes that differ in GPU product and region, one fake
+// vLLM worker pinned to each (spec.nodeSelector). The published weights are the formulas of
+// routing/weights.h, computed here by hand: for each worker, headroom h = 1 - busyness
+// (running / maxConcurrencyPerWorker), score h / J (JouleWeighted; J the profile's
+// (maxWatts - idleWatts) / maxTokensPerSecond) or h / (J x g/kWh) (CarbonWeighted; g/kWh the
+// worker's zone's in spec.carbon.static) or R / (running + 1) (LatencyWeighted; R the profile's
+// maxTokensPerSecond while the worker's measured token rate, 0 here, is below it), weight
+// round(1000 x score / best score). They move when a worker's load or the pool's static
+// intensities change. Assertions are on what is published, never on how fast.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eventually.h"
+#include "fleet_test.h"
+#include "manifests.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::kPatience;
+namespace resources = kube::resources;
+
+constexpr const char* kProductLabel = "nvidia.com/gpu.product";
+constexpr const char* kRegionLabel = "topology.kubernetes.io/region";
+constexpr int kMaxConcurrency = 8;
+
+// Node "a": an A100 in a clean zone; node "b": an H100 in a dirtier one.
+struct NodeKind {
+  const char* prefix;
+  const char* product;
+  const char* region;
+};
+constexpr NodeKind kNodeA{.prefix = "a100", .product = "NVIDIA-A100", .region = "zone-a"};
+constexpr NodeKind kNodeB{.prefix = "h100", .product = "NVIDIA-H100", .region = "zone-b"};
+
+// An energy profile as spec.energy.profiles lists it, and its marginal joules per token.
+struct Profile {
+  const char* accelerator;
+  double idle_watts;
+  double max_watts;
+  double max_tokens_per_second;
+
+  json Json() const {
+    return {{"accelerator", accelerator},
+            {"idleWatts", idle_watts},
+            {"maxWatts", max_watts},
+            {"maxTokensPerSecond", max_tokens_per_second}};
+  }
+  double Joules() const { return (max_watts - idle_watts) / max_tokens_per_second; }
+};
+
+// J: A100 300 W / 2400 tok/s = 0.125 J/token; H100 600 W / 8000 tok/s = 0.075 J/token.
+constexpr Profile kA100{.accelerator = "NVIDIA-A100",
+                        .idle_watts = 100,
+                        .max_watts = 400,
+                        .max_tokens_per_second = 2400};
+constexpr Profile kH100{.accelerator = "NVIDIA-H100",
+                        .idle_watts = 100,
+                        .max_watts = 700,
+                        .max_tokens_per_second = 8000};
+
+// The weight of a worker whose score is `score` in a pool whose best score is `best`.
+std::int64_t Weight(double score, double best) { return std::lround(1000 * score / best); }
+
+double Headroom(int running) { return 1 - (static_cast<double>(running) / kMaxConcurrency); }
+
+// A pool of the pods labelled pool=w under `strategy`, scraped every second, its table
+// republished for moved weights at most every second.
+json Pool(const std::string& strategy, const json& profiles) {
+  json pool = testing::PoolOf("w", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}});
+  pool["spec"]["selector"] = {{"matchLabels", {{"pool", "w"}}}};
+  pool["spec"]["routing"] = {{"strategy", strategy},
+                             {"maxConcurrencyPerWorker", kMaxConcurrency},
+                             {"publishIntervalSeconds", 1},
+                             {"publishThreshold", 50}};
+  pool["spec"]["energy"] = {{"source", "Static"}, {"profiles", profiles}};
+  return pool;
+}
+
+class WeightsIntegrationTest : public testing::FleetTest {
+ protected:
+  std::vector<testing::NodeSpec> Nodes() const override {
+    std::vector<testing::NodeSpec> nodes;
+    for (const NodeKind& kind : {kNodeA, kNodeB}) {
+      nodes.push_back({.name = testing::UniqueName(kind.prefix),
+                       .labels = {{kProductLabel, kind.product}, {kRegionLabel, kind.region}},
+                       .gpus = 8});
+    }
+    return nodes;
+  }
+
+  // Starts one worker on each node (Deployments w-a100 and w-h100, pods labelled pool=w) and
+  // creates `pool`; their pods' names in pod_a_ and pod_b_.
+  void StartWorkers(const json& pool) {
+    for (const NodeKind& kind : {kNodeA, kNodeB}) {
+      const std::string app = std::string("w-") + kind.prefix;
+      ASSERT_TRUE(client_->Create(
+          resources::kDeployments, ns_,
+          testing::WorkerDeployment(
+              app, 1,
+              {.pod_labels = {{"pool", "w"}}, .node_selector = {{kProductLabel, kind.product}}})));
+    }
+    ASSERT_TRUE(client_->Create(testing::kPools, ns_, pool));
+    const std::vector<std::string> a = AwaitRunningPods(std::string("w-") + kNodeA.prefix, 1);
+    const std::vector<std::string> b = AwaitRunningPods(std::string("w-") + kNodeB.prefix, 1);
+    ASSERT_EQ(a.size(), 1U);
+    ASSERT_EQ(b.size(), 1U);
+    pod_a_ = a.front();
+    pod_b_ = b.front();
+  }
+
+  void SetRunning(const std::string& pod, int running) {
+    const auto worker = agent_->Worker(ns_, pod);
+    ASSERT_NE(worker, nullptr) << pod;
+    worker->SetLoad({.running = running});
+  }
+
+  // Whether the published table weighs the worker on node a `a` and the one on node b `b`.
+  bool Published(std::int64_t a, std::int64_t b) const {
+    const auto w = PublishedWeights("w");
+    return w && w->size() == 2 && w->count(pod_a_) == 1 && w->at(pod_a_) == a &&
+           w->count(pod_b_) == 1 && w->at(pod_b_) == b;
+  }
+
+  std::string Table() const {
+    std::string out;
+    if (const auto w = PublishedWeights("w")) {
+      for (const auto& [pod, weight] : *w) out += pod + "=" + std::to_string(weight) + " ";
+    }
+    return out + "(" + pod_a_ + " on a, " + pod_b_ + " on b)\n" + controller_->Output();
+  }
+
+  std::string pod_a_;
+  std::string pod_b_;
+};
+
+TEST_F(WeightsIntegrationTest, JouleWeightedFollowsEachProductsJoulesAndTheLoad) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartWorkers(Pool("JouleWeighted", json::array({kA100.Json(), kH100.Json()}))));
+
+  // Equal loads (2 of 8 running, headroom 0.75 each): the H100 is cheaper, 1000; the A100
+  // 1000 x 0.075 / 0.125 = 600.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  const double a = Headroom(2) / kA100.Joules();
+  double b = Headroom(2) / kH100.Joules();
+  ASSERT_EQ(Weight(a, b), 600);
+  ASSERT_TRUE(Eventually([&] { return Published(Weight(a, b), 1000); }, kPatience)) << Table();
+
+  // The H100 gets busier (6 of 8, headroom 0.25, score 3.33 against the A100's 6): the A100 now
+  // leads with 1000 and the H100 falls to 1000 x 3.33 / 6 = 556.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 6));
+  b = Headroom(6) / kH100.Joules();
+  ASSERT_EQ(Weight(b, a), 556);
+  ASSERT_TRUE(Eventually([&] { return Published(1000, Weight(b, a)); }, kPatience)) << Table();
+}
+
+TEST_F(WeightsIntegrationTest, CarbonWeightedFollowsEachZonesStaticIntensity) {
+  // One profile for both workers (their class, GPU): the zones' intensities alone set them apart.
+  const json profile =
+      Profile{
+          .accelerator = "GPU", .idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 2400}
+          .Json();
+  json pool = Pool("CarbonWeighted", json::array({profile}));
+  pool["spec"]["carbon"] = {{"static", {{kNodeA.region, 100}, {kNodeB.region, 400}}}};
+  ASSERT_NO_FATAL_FAILURE(StartWorkers(pool));
+
+  // Equal loads: zone a at 100 g/kWh 1000, zone b at 400 g/kWh 1000 x 100 / 400 = 250.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
+
+  // Zone b's grid gets cleaner (200 g/kWh): its worker rises to 1000 x 100 / 200 = 500.
+  ASSERT_TRUE(client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge,
+                             {{"spec", {{"carbon", {{"static", {{kNodeB.region, 200}}}}}}}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 500); }, kPatience)) << Table();
+}
+
+TEST_F(WeightsIntegrationTest, LatencyWeightedFollowsEachProductsTokenRateAndTheQueue) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartWorkers(Pool("LatencyWeighted", json::array({kA100.Json(), kH100.Json()}))));
+
+  // Equal queues (2 running; score R / 3): the H100 (8000 tok/s) 1000, the A100 (2400) 300.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  const double a = kA100.max_tokens_per_second / 3;
+  double b = kH100.max_tokens_per_second / 3;
+  ASSERT_EQ(Weight(a, b), 300);
+  ASSERT_TRUE(Eventually([&] { return Published(Weight(a, b), 1000); }, kPatience)) << Table();
+
+  // The H100's queue grows to 6 (score 8000 / 7 = 1143 against the A100's 800): it still leads,
+  // and the A100 rises to 1000 x 800 / 1143 = 700.
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 6));
+  b = kH100.max_tokens_per_second / 7;
+  ASSERT_EQ(Weight(a, b), 700);
+  ASSERT_TRUE(Eventually([&] { return Published(Weight(a, b), 1000); }, kPatience)) << Table();
+}
+
+}  // namespace
+}  // namespace eoc::controller
