@@ -41,7 +41,7 @@ EmissionsAnswer ParseEmissionsByLocations(std::string_view body,
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range
     return Refused("not JSON: " + std::string(e.what()));
   }
   if (!doc.is_array()) {
