@@ -146,12 +146,15 @@ class DirectFetcher::Impl::Session : public std::enable_shared_from_this<Session
     // One deadline for all that follows: the stream's expiry is a time, not a per-read timeout.
     stream_.expires_after(request_.timeout);
     stage_ = "connecting";
+    // Each step checks cancelled_ as well as its error: a Cancel that ran on the strand after an
+    // operation completed but before its handler finds nothing to cancel, and the next operation
+    // would otherwise run to its deadline.
     stream_.async_connect(*endpoint, [self = shared_from_this()](const ErrorCode& ec) {
-      if (ec) return self->Fail(ec);
+      if (ec || self->cancelled_) return self->Fail(ec);
       self->stage_ = "sending the request";
       http::async_write(self->stream_, self->request_line_,
                         [self](const ErrorCode& wec, std::size_t /*bytes*/) {
-                          if (wec) return self->Fail(wec);
+                          if (wec || self->cancelled_) return self->Fail(wec);
                           self->Read();
                         });
     });
@@ -166,7 +169,7 @@ class DirectFetcher::Impl::Session : public std::enable_shared_from_this<Session
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](const ErrorCode& ec, std::size_t bytes) {
                               self->bytes_read_ = bytes;
-                              if (ec) return self->Fail(ec);
+                              if (ec || self->cancelled_) return self->Fail(ec);
                               const auto length = self->parser_->content_length();
                               if (length && *length > self->impl_.options_.body_limit) {
                                 return self->Fail(http::error::body_limit);
