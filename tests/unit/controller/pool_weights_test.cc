@@ -59,6 +59,7 @@ TEST(WeighWorkersTest, CarbonWeightedReadsEachZonesStaticIntensity) {
     workers.push_back(w);
   }
   std::vector<routing::PoolState::ObservedLoad> seen;
+  seen.reserve(workers.size());
   for (const Worker& w : workers) seen.push_back(Seen(w, 0));
   routing::WeightKeeper keeper(seconds(1));
   const auto weighed = WeighWorkers(spec, workers, seen, keeper, kT0);
