@@ -269,13 +269,16 @@ class NodeAgent::Impl {
                                    {"metadata", {{"name", name}, {"labels", labels}}},
                                    {"status", status}});
     if (!created && !created.error().IsAlreadyExists()) return Failed("create node", name, created);
-    if (!created) {
-      auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
-                                   {{"metadata", {{"labels", labels}}}});
-      if (!patched) return Failed("label node", name, patched);
-    }
-    // Status is a subresource: a create may keep it, an update of the node never does.
+    // The API server's admission (TaintNodesByCondition) taints a new Node
+    // node.kubernetes.io/not-ready:NoSchedule; the node lifecycle controller, which the local
+    // plane does not run, lifts it once the node is Ready. The DaemonSet controller places no pod
+    // on a node with a taint its pods do not tolerate, and they tolerate not-ready only as
+    // NoExecute: so the agent lifts it (its nodes carry no taints).
     auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                                 {{"metadata", {{"labels", labels}}}, {"spec", {{"taints", nullptr}}}});
+    if (!patched) return Failed("label and untaint node", name, patched);
+    // Status is a subresource: a create may keep it, an update of the node never does.
+    patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
                                  {{"status", status}}, "status");
     if (!patched) return Failed("set node status", name, patched);
     log_.Info("node registered", {{"node", name}, {"gpus", node.gpus}});
