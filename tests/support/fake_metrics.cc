@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
@@ -234,13 +234,14 @@ void RenderDcgmExporter(Exposition& e, const std::string& node,
     std::string hex(bus.data(), end);
     std::transform(hex.begin(), hex.end(), hex.begin(),
                    [](char c) { return static_cast<char>(std::toupper(c)); });
-    gpus.push_back({.index = std::to_string(i),
-                    .uuid = FakeUuid(node + "/" + std::to_string(i)),
-                    .bus = "00000000:" + std::string(2 - std::min<std::size_t>(2, hex.size()), '0') +
-                           hex + ":00.0",
-                    .device = "nvidia" + std::to_string(i),
-                    .pod = pod,
-                    .share = share});
+    gpus.push_back(
+        {.index = std::to_string(i),
+         .uuid = FakeUuid(node + "/" + std::to_string(i)),
+         .bus = "00000000:" + std::string(2 - std::min<std::size_t>(2, hex.size()), '0') + hex +
+                ":00.0",
+         .device = "nvidia" + std::to_string(i),
+         .pod = pod,
+         .share = share});
   };
   for (const ExporterPod& pod : pods) {
     const int n = std::max(1, pod.gpus);
@@ -306,8 +307,8 @@ void RenderKeplerExporter(Exposition& e, const std::vector<ExporterPod>& pods) {
        0.75},
       {"kepler_container_other_joules_total", "Aggregated value in other value from rapl-sysfs",
        "rapl-sysfs", 0.05},
-      {"kepler_container_package_joules_total",
-       "Aggregated value in package value from rapl-sysfs", "rapl-sysfs", 0.15},
+      {"kepler_container_package_joules_total", "Aggregated value in package value from rapl-sysfs",
+       "rapl-sysfs", 0.15},
   }};
   // Of each component's joules: the dynamic part, the rest idle.
   constexpr double kDynamic = 0.8;

@@ -227,9 +227,9 @@ std::chrono::milliseconds FakeWorker::delay() const {
 
 std::string FakeWorker::MetricsText() const {
   if (options_.exporter) {
-    return RenderExporterMetrics(*options_.exporter, options_.node_name,
-                                 options_.exporter_pods ? options_.exporter_pods()
-                                                        : std::vector<ExporterPod>());
+    return RenderExporterMetrics(
+        *options_.exporter, options_.node_name,
+        options_.exporter_pods ? options_.exporter_pods() : std::vector<ExporterPod>());
   }
   FakeLoad load = this->load();
   if (options_.count_in_flight) load.running += in_flight_.load();

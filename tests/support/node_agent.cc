@@ -274,12 +274,13 @@ class NodeAgent::Impl {
     // plane does not run, lifts it once the node is Ready. The DaemonSet controller places no pod
     // on a node with a taint its pods do not tolerate, and they tolerate not-ready only as
     // NoExecute: so the agent lifts it (its nodes carry no taints).
-    auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
-                                 {{"metadata", {{"labels", labels}}}, {"spec", {{"taints", nullptr}}}});
+    auto patched =
+        client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                      {{"metadata", {{"labels", labels}}}, {"spec", {{"taints", nullptr}}}});
     if (!patched) return Failed("label and untaint node", name, patched);
     // Status is a subresource: a create may keep it, an update of the node never does.
     patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
-                                 {{"status", status}}, "status");
+                            {{"status", status}}, "status");
     if (!patched) return Failed("set node status", name, patched);
     log_.Info("node registered", {{"node", name}, {"gpus", node.gpus}});
     ++registered_nodes_;
@@ -377,9 +378,8 @@ class NodeAgent::Impl {
     };
     const auto node = std::find_if(options_.nodes.begin(), options_.nodes.end(), fits);
     if (node == options_.nodes.end()) {
-      log_.Info("no node fits the pod", {{"pod", pod.key()},
-                                         {"gpus", pod.gpus},
-                                         {"node_affinity", pod.affinity.present}});
+      log_.Info("no node fits the pod",
+                {{"pod", pod.key()}, {"gpus", pod.gpus}, {"node_affinity", pod.affinity.present}});
       return true;  // looked at again when the pod changes
     }
     auto bound =
@@ -459,14 +459,15 @@ class NodeAgent::Impl {
                               {"exporter", exporter}});
     const std::lock_guard lock(mu_);
     if (state.worker != nullptr && !exporter) {
-      node_workers_->Add(pod.key(), {.node = pod.node_name,
-                                     .ns = pod.ns,
-                                     .name = pod.name,
-                                     .container = pod.containers.empty() || pod.containers[0].first.empty()
-                                                      ? "main"
-                                                      : pod.containers[0].first,
-                                     .gpus = pod.gpus,
-                                     .worker = state.worker});
+      node_workers_->Add(pod.key(),
+                         {.node = pod.node_name,
+                          .ns = pod.ns,
+                          .name = pod.name,
+                          .container = pod.containers.empty() || pod.containers[0].first.empty()
+                                           ? "main"
+                                           : pod.containers[0].first,
+                          .gpus = pod.gpus,
+                          .worker = state.worker});
     }
     pods_.emplace(pod.key(), std::move(state));
     return true;

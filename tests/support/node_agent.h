@@ -19,8 +19,9 @@
 // retried with backoff; a malformed pod is skipped, never fatal):
 // - Nodes: created (or their labels and status updated when present) with the given labels,
 //   capacity and allocatable, a Ready condition, and no taints (the not-ready taint the API
-//   server gives a new Node is lifted, as the node lifecycle controller would for a Ready node). The heartbeat is not renewed: the node
-//   lifecycle controller does not run on the local plane, so nothing marks the Node NotReady.
+//   server gives a new Node is lifted, as the node lifecycle controller would for a Ready node).
+//   The heartbeat is not renewed: the node lifecycle controller does not run on the local plane, so
+//   nothing marks the Node NotReady.
 // - Scheduling: an unbound, pending, non-terminating pod goes to the first node (in the order
 //   given) whose labels satisfy its spec.nodeSelector and its required node affinity (labels by
 //   matchExpressions, the node's name by matchFields: how the DaemonSet controller pins its pods,

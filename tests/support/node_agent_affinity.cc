@@ -40,7 +40,8 @@ std::string Check(const NodeSelectorRequirement& r, bool field) {
 }
 
 // Reads a list of requirements into `out`; "" or the problem.
-std::string ReadRequirements(const json* list, bool field, std::vector<NodeSelectorRequirement>& out) {
+std::string ReadRequirements(const json* list, bool field,
+                             std::vector<NodeSelectorRequirement>& out) {
   const char* name = field ? "matchFields" : "matchExpressions";
   if (list == nullptr || list->is_null()) return "";
   if (!list->is_array()) return std::string(name) + " is not a list";
@@ -48,7 +49,8 @@ std::string ReadRequirements(const json* list, bool field, std::vector<NodeSelec
     if (!item.is_object()) return std::string(name) + " has an entry that is not an object";
     NodeSelectorRequirement r{.key = StringOrEmpty(item, "key"),
                               .op = StringOrEmpty(item, "operator")};
-    if (const json* values = MemberOrNull(item, "values"); values != nullptr && !values->is_null()) {
+    if (const json* values = MemberOrNull(item, "values");
+        values != nullptr && !values->is_null()) {
       if (!values->is_array()) return std::string(name) + " " + r.key + ": values is not a list";
       for (const json& v : *values) {
         if (!v.is_string()) return std::string(name) + " " + r.key + ": a value is not a string";
@@ -63,7 +65,8 @@ std::string ReadRequirements(const json* list, bool field, std::vector<NodeSelec
 
 bool Holds(const NodeSelectorRequirement& r, const std::string* value) {
   const auto in = [&] {
-    return value != nullptr && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+    return value != nullptr &&
+           std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
   };
   if (r.op == "In") return in();
   if (r.op == "NotIn") return !in();
@@ -102,7 +105,8 @@ RequiredNodeAffinity ParseRequiredNodeAffinity(const json* spec) {
   affinity.present = true;
   const json* terms = MemberOrNull(required, "nodeSelectorTerms");
   if (!required->is_object() || terms == nullptr || !terms->is_array()) {
-    affinity.problem = "requiredDuringSchedulingIgnoredDuringExecution has no nodeSelectorTerms list";
+    affinity.problem =
+        "requiredDuringSchedulingIgnoredDuringExecution has no nodeSelectorTerms list";
     return affinity;
   }
   for (const json& item : *terms) {

@@ -105,10 +105,9 @@ class DaemonSetTest : public NamespacedTest {
         {"spec",
          {{"automountServiceAccountToken", false},
           {"nodeSelector", {{"kubernetes.io/hostname", node}}},
-          {"containers",
-           json::array({{{"name", "vllm"},
-                         {"image", "vllm/vllm-openai:latest"},
-                         {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+          {"containers", json::array({{{"name", "vllm"},
+                                       {"image", "vllm/vllm-openai:latest"},
+                                       {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
     ASSERT_TRUE(Eventually(
         [&] {
           auto created = client_->Create(resources::kPods, ns_, pod);
@@ -119,21 +118,22 @@ class DaemonSetTest : public NamespacedTest {
 
   json ExporterDaemonSet() const {
     const json labels = {{"app", "dcgm-exporter"}};
-    return {{"apiVersion", "apps/v1"},
-            {"kind", "DaemonSet"},
-            {"metadata", {{"name", "dcgm-exporter"}}},
+    return {
+        {"apiVersion", "apps/v1"},
+        {"kind", "DaemonSet"},
+        {"metadata", {{"name", "dcgm-exporter"}}},
+        {"spec",
+         {{"selector", {{"matchLabels", labels}}},
+          {"template",
+           {{"metadata", {{"labels", labels}, {"annotations", {{kExporterAnnotation, "dcgm"}}}}},
             {"spec",
-             {{"selector", {{"matchLabels", labels}}},
-              {"template",
-               {{"metadata", {{"labels", labels}, {"annotations", {{kExporterAnnotation, "dcgm"}}}}},
-                {"spec",
-                 {{"automountServiceAccountToken", false},
-                  {"nodeSelector", {{"eoc.dev/test", ns_}}},
-                  {"containers",
-                   json::array({{{"name", "exporter"},
-                                 {"image", "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"},
-                                 {"ports", json::array({{{"containerPort", kExporterPort},
-                                                         {"name", "metrics"}}})}}})}}}}}}}};
+             {{"automountServiceAccountToken", false},
+              {"nodeSelector", {{"eoc.dev/test", ns_}}},
+              {"containers",
+               json::array({{{"name", "exporter"},
+                             {"image", "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"},
+                             {"ports", json::array({{{"containerPort", kExporterPort},
+                                                     {"name", "metrics"}}})}}})}}}}}}}};
   }
 
   std::vector<std::string> nodes_;
@@ -168,10 +168,10 @@ TEST_F(DaemonSetTest, AnExporterPodRunsOnEachNodeAndListsItsWorkersWatts) {
     const json& terms = pod["spec"]["affinity"]["nodeAffinity"]
                            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
     ASSERT_EQ(terms.size(), 1U);
-    EXPECT_EQ(terms[0]["matchFields"],
-              json::array({{{"key", "metadata.name"},
-                            {"operator", "In"},
-                            {"values", json::array({node})}}}));
+    EXPECT_EQ(
+        terms[0]["matchFields"],
+        json::array(
+            {{{"key", "metadata.name"}, {"operator", "In"}, {"values", json::array({node})}}}));
     EXPECT_FALSE(pod["spec"].value("tolerations", json::array()).empty());
   }
   EXPECT_EQ(bound, std::set<std::string>(nodes_.begin(), nodes_.end()));

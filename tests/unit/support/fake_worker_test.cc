@@ -382,9 +382,7 @@ TEST_F(FakeWorkerTest, IntegratesItsWattsIntoJoules) {
 }
 
 TEST_F(FakeWorkerTest, AnExporterServesThePodsItIsGiven) {
-  Start({.exporter = Exporter::kDcgm,
-         .node_name = "gpu-a",
-         .exporter_pods = [] {
+  Start({.exporter = Exporter::kDcgm, .node_name = "gpu-a", .exporter_pods = [] {
            return std::vector<ExporterPod>{
                {.pod_namespace = "ns", .pod_name = "web-1", .watts = 275.5, .joules_total = 12}};
          }});

@@ -124,8 +124,8 @@ TEST(NodeAffinity, WhatCannotBeEvaluatedIsAProblemAndMatchesNothing) {
   EXPECT_EQ(problem(json::array({{{"matchExpressions", "zone"}}})),
             "matchExpressions is not a list");
   EXPECT_EQ(problem(json::array({"term"})), "nodeSelectorTerms has an entry that is not an object");
-  const json spec = {{"affinity",
-                      {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", 3}}}}}};
+  const json spec = {
+      {"affinity", {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", 3}}}}}};
   EXPECT_FALSE(ParseRequiredNodeAffinity(&spec).problem.empty());
 }
 
