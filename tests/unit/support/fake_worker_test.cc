@@ -198,8 +198,9 @@ TEST(RenderMetricsTest, PromtoolAcceptsTheExporterPages) {
   for (const Exporter exporter : {Exporter::kDcgm, Exporter::kKepler}) {
     const std::string text = RenderExporterMetrics(exporter, "gpu-a", pods);
     const auto [status, output] = PromtoolCheckMetrics(promtool, text);
-    SCOPED_TRACE(std::string(ExporterName(exporter)) + ":\n" + text + "\npromtool said:\n" +
-                 output);
+    std::string trace(ExporterName(exporter));
+    trace.append(":\n").append(text).append("\npromtool said:\n").append(output);
+    SCOPED_TRACE(trace);
     ASSERT_TRUE(status == 0 || status == 3) << "promtool exit status " << status;
     std::stringstream lines(output);
     for (std::string line; std::getline(lines, line);) {
