@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -206,7 +207,166 @@ void RenderDcgm(Exposition& e, const FakeLoad& load, const MetricsLabels& labels
         "counter", {gpu, id, device, ns, pod}, Number(load.energy_millijoules_total));
 }
 
+// A stable fake GPU UUID from a hash of `seed`: 12 hex digits after a fixed prefix.
+std::string FakeUuid(const std::string& seed) {
+  const std::uint64_t hash = std::hash<std::string>()(seed) & 0xFFFFFFFFFFFFULL;
+  std::array<char, 16> hex{};
+  const char* end = std::to_chars(hex.data(), hex.data() + hex.size(), hash, 16).ptr;
+  const auto digits = static_cast<std::size_t>(end - hex.data());
+  return "GPU-fa4e0000-0000-4000-8000-" + std::string(12 - digits, '0') +
+         std::string(hex.data(), digits);
+}
+
+// dcgm-exporter's page for a node (dcgm-kops-l4-full.prom for the HELP and TYPE lines,
+// dcgm-aicr-h100-pod-labels-excerpt.prom for the labels of a GPU a pod holds).
+void RenderDcgmExporter(Exposition& e, const std::string& node,
+                        const std::vector<ExporterPod>& pods) {
+  struct Gpu {
+    std::string index, uuid, bus, device;
+    const ExporterPod* pod;  // nullptr: idle
+    int share;               // the pod's GPUs
+  };
+  std::vector<Gpu> gpus;
+  const auto add = [&](const ExporterPod* pod, int share) {
+    const std::size_t i = gpus.size();
+    std::array<char, 8> bus{};
+    char* end = std::to_chars(bus.data(), bus.data() + bus.size(), 0x18 + (i * 0x11), 16).ptr;
+    std::string hex(bus.data(), end);
+    std::transform(hex.begin(), hex.end(), hex.begin(),
+                   [](char c) { return static_cast<char>(std::toupper(c)); });
+    gpus.push_back(
+        {.index = std::to_string(i),
+         .uuid = FakeUuid(node + "/" + std::to_string(i)),
+         .bus = "00000000:" + std::string(2 - std::min<std::size_t>(2, hex.size()), '0') + hex +
+                ":00.0",
+         .device = "nvidia" + std::to_string(i),
+         .pod = pod,
+         .share = share});
+  };
+  for (const ExporterPod& pod : pods) {
+    const int n = std::max(1, pod.gpus);
+    for (int g = 0; g < n; ++g) add(&pod, n);
+  }
+  add(nullptr, 1);
+  constexpr double kIdleWatts = 60;
+  const auto series = [&](std::string_view name, const Gpu& gpu, const std::string& value) {
+    const Label model{"modelName", "NVIDIA H100 80GB HBM3"};
+    const Label driver{"DCGM_FI_DRIVER_VERSION", "580.105.08"};
+    if (gpu.pod == nullptr) {
+      e.Sample(name,
+               {{"gpu", gpu.index},
+                {"UUID", gpu.uuid},
+                {"pci_bus_id", gpu.bus},
+                {"device", gpu.device},
+                model,
+                {"Hostname", node},
+                driver},
+               value);
+      return;
+    }
+    e.Sample(name,
+             {{"gpu", gpu.index},
+              {"UUID", gpu.uuid},
+              {"pci_bus_id", gpu.bus},
+              {"device", gpu.device},
+              model,
+              {"Hostname", node},
+              driver,
+              {"container", gpu.pod->container},
+              {"namespace", gpu.pod->pod_namespace},
+              {"pod", gpu.pod->pod_name},
+              {"pod_uid", ""}},
+             value);
+  };
+  e.Family("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge");
+  for (const Gpu& gpu : gpus) {
+    series("DCGM_FI_DEV_POWER_USAGE", gpu,
+           Number(gpu.pod == nullptr ? kIdleWatts : gpu.pod->watts / gpu.share));
+  }
+  e.Family("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).",
+           "counter");
+  for (const Gpu& gpu : gpus) {
+    const double joules = gpu.pod == nullptr ? 0 : gpu.pod->joules_total / gpu.share;
+    series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu,
+           Number(static_cast<std::int64_t>(std::floor(joules * 1000))));
+  }
+}
+
+// Kepler 0.7's per-container counters (kepler-0.7-rapl-sysfs-excerpt.prom,
+// kepler-0.6-container-joules-eks-excerpt.prom): families in alphabetical order, labels too, as
+// the Go client writes them.
+void RenderKeplerExporter(Exposition& e, const std::vector<ExporterPod>& pods) {
+  struct Component {
+    std::string_view family, help, source;
+    double share;  // of a pod's joules
+  };
+  static constexpr std::array<Component, 4> kComponents = {{
+      {"kepler_container_dram_joules_total", "Aggregated value in dram value from rapl-sysfs",
+       "rapl-sysfs", 0.05},
+      {"kepler_container_gpu_joules_total", "Aggregated value in gpu value from nvidia", "nvidia",
+       0.75},
+      {"kepler_container_other_joules_total", "Aggregated value in other value from rapl-sysfs",
+       "rapl-sysfs", 0.05},
+      {"kepler_container_package_joules_total", "Aggregated value in package value from rapl-sysfs",
+       "rapl-sysfs", 0.15},
+  }};
+  // Of each component's joules: the dynamic part, the rest idle.
+  constexpr double kDynamic = 0.8;
+  for (const Component& c : kComponents) {
+    e.Family(c.family, c.help, "counter");
+    for (const ExporterPod& pod : pods) {
+      const std::string id = FakeUuid(pod.pod_namespace + "/" + pod.pod_name).substr(28);
+      const double joules = pod.joules_total * c.share;
+      for (const bool dynamic : {true, false}) {
+        e.Sample(c.family,
+                 {{"container_id", id},
+                  {"container_name", pod.container},
+                  {"container_namespace", pod.pod_namespace},
+                  {"mode", dynamic ? "dynamic" : "idle"},
+                  {"pod_name", pod.pod_name},
+                  {"source", c.source}},
+                 Number(dynamic ? joules * kDynamic : joules * (1 - kDynamic)));
+      }
+    }
+  }
+}
+
 }  // namespace
+
+std::string_view ExporterName(Exporter exporter) {
+  return exporter == Exporter::kKepler ? "kepler" : "dcgm";
+}
+
+std::optional<Exporter> ParseExporter(std::string_view name) {
+  for (const Exporter e : {Exporter::kDcgm, Exporter::kKepler}) {
+    if (name == ExporterName(e)) return e;
+  }
+  return std::nullopt;
+}
+
+std::string RenderExporterMetrics(Exporter exporter, const std::string& node,
+                                  const std::vector<ExporterPod>& pods) {
+  Exposition e;
+  if (exporter == Exporter::kDcgm) {
+    RenderDcgmExporter(e, node, pods);
+  } else {
+    RenderKeplerExporter(e, pods);
+  }
+  return e.Take();
+}
+
+void EnergyIntegrator::Set(double watts, Clock::time_point now) {
+  if (now > since_) {
+    joules_ = Joules(now);
+    since_ = now;
+  }
+  watts_ = watts;
+}
+
+double EnergyIntegrator::Joules(Clock::time_point now) const {
+  if (now <= since_) return joules_;
+  return joules_ + watts_ * std::chrono::duration<double>(now - since_).count();
+}
 
 std::string_view EngineName(Engine engine) {
   switch (engine) {

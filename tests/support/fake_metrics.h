@@ -6,12 +6,23 @@
 //   std::string page = eoc::testing::RenderMetrics(eoc::testing::Engine::kSglang,
 //                                                  {.running = 3, .kv_cache_usage = 0.4},
 //                                                  {.model = "llama"}, /*dcgm=*/false);
+//
+// And the page of a node's energy exporter (a fake dcgm-exporter or Kepler 0.7, the DaemonSet
+// pod that reports every pod on its node), from each pod's watts and the energy they add up to:
+//
+//   EnergyIntegrator energy(/*watts=*/250, start);   // the joules counter integrates the watts
+//   std::string page = eoc::testing::RenderExporterMetrics(
+//       eoc::testing::Exporter::kDcgm, "gpu-a",
+//       {{.pod_namespace = "ns", .pod_name = "web-0", .watts = 250,
+//         .joules_total = energy.Joules(now)}});
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace eoc::testing {
 
@@ -63,5 +74,56 @@ struct MetricsLabels {
 //           labelled gpu, UUID, device, namespace, pod
 std::string RenderMetrics(Engine engine, const FakeLoad& load, const MetricsLabels& labels,
                           bool dcgm, std::uint64_t served = 0);
+
+// A node's energy exporter: dcgm-exporter (per GPU) or Kepler 0.7 (per container).
+enum class Exporter { kDcgm, kKepler };
+
+// "dcgm" or "kepler".
+std::string_view ExporterName(Exporter exporter);
+// The exporter of that name (as ExporterName writes it); nullopt for anything else.
+std::optional<Exporter> ParseExporter(std::string_view name);
+
+// One pod an exporter reports.
+struct ExporterPod {
+  std::string pod_namespace;
+  std::string pod_name;
+  std::string container = "main";
+  double watts = 0;         // now
+  double joules_total = 0;  // since the pod started
+  int gpus = 1;             // DCGM: the GPUs it holds (at least 1), its power split evenly
+};
+
+// The /metrics page of a node's exporter listing `pods` (in that order), with # HELP and # TYPE:
+//   DCGM    DCGM_FI_DEV_POWER_USAGE (W, gauge) and DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, a
+//           whole-number counter) per GPU, labelled as dcgm-exporter with pod attribution does:
+//           gpu, UUID, pci_bus_id, device, modelName, Hostname (the node),
+//           DCGM_FI_DRIVER_VERSION, container, namespace, pod, pod_uid (empty). GPUs are numbered
+//           across the pods in order; one more GPU, held by no pod (no pod labels), idles at 60 W.
+//   Kepler  0.7's kepler_container_{package,dram,gpu,other}_joules_total counters per container,
+//           labelled container_id, container_name, container_namespace, mode (dynamic, idle),
+//           pod_name, source; a pod's joules are split over the eight series (they add up to
+//           joules_total). Kepler 0.7 has no watts gauge: a rate of the counters is the watts.
+std::string RenderExporterMetrics(Exporter exporter, const std::string& node,
+                                  const std::vector<ExporterPod>& pods);
+
+// The energy a power draw adds up to: the integral of the watts over time, exactly, for watts
+// that change in steps. Not thread-safe.
+class EnergyIntegrator {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit EnergyIntegrator(double watts = 0, Clock::time_point start = Clock::now())
+      : watts_(watts), since_(start) {}
+
+  // From `now` on the draw is `watts` (`now` before the last change counts as the last change).
+  void Set(double watts, Clock::time_point now);
+  double watts() const { return watts_; }
+  // Joules since the start, at `now`.
+  double Joules(Clock::time_point now) const;
+
+ private:
+  double watts_;
+  Clock::time_point since_;  // of the last change
+  double joules_ = 0;        // up to since_
+};
 
 }  // namespace eoc::testing

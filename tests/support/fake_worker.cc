@@ -122,6 +122,13 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
       problem(kMetricsFaultAnnotation, *fault);
     }
   }
+  if (const auto* exporter = find(kExporterAnnotation)) {
+    if (auto e = ParseExporter(*exporter)) {
+      options.exporter = *e;
+    } else {
+      problem(kExporterAnnotation, *exporter);
+    }
+  }
   if (const auto* dcgm = find(kDcgmAnnotation)) {
     if (*dcgm == "true" || *dcgm == "false") {
       options.dcgm = *dcgm == "true";
@@ -138,6 +145,7 @@ FakeWorker::FakeWorker(FakeWorkerOptions options)
       tag_(options_.pod_name.empty() ? options_.address
                                      : options_.pod_namespace + "/" + options_.pod_name),
       load_(options_.load),
+      energy_(options_.load.watts),
       delay_(options_.delay),
       server_(std::make_unique<server::HttpServer>(
           server::ServerOptions{.address = options_.address, .threads = options_.threads})) {
@@ -194,6 +202,12 @@ std::string FakeWorker::endpoint() const {
 void FakeWorker::SetLoad(const FakeLoad& load) {
   const std::lock_guard lock(mu_);
   load_ = load;
+  energy_.Set(load.watts, EnergyIntegrator::Clock::now());
+}
+
+double FakeWorker::energy_joules() const {
+  const std::lock_guard lock(mu_);
+  return energy_.Joules(EnergyIntegrator::Clock::now());
 }
 
 FakeLoad FakeWorker::load() const {
@@ -212,6 +226,11 @@ std::chrono::milliseconds FakeWorker::delay() const {
 }
 
 std::string FakeWorker::MetricsText() const {
+  if (options_.exporter) {
+    return RenderExporterMetrics(
+        *options_.exporter, options_.node_name,
+        options_.exporter_pods ? options_.exporter_pods() : std::vector<ExporterPod>());
+  }
   FakeLoad load = this->load();
   if (options_.count_in_flight) load.running += in_flight_.load();
   const MetricsLabels labels{.model = options_.model,

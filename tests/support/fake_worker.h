@@ -23,6 +23,12 @@
 //   fake.eoc.dev/dcgm: "true"
 //   fake.eoc.dev/metrics-fault: hang | trickle | huge | garbage  (faulty_metrics_server.h: the
 //   worker then answers every request on its address with that fault, completions included)
+//   fake.eoc.dev/exporter: dcgm | kepler  (the worker is then its node's energy exporter: its
+//   /metrics is RenderExporterMetrics's page for the pods `exporter_pods` lists; the node agent
+//   lists the other workers on the exporter's node, with their watts and energy_joules())
+//
+// Every worker integrates its load's watts over time (energy_joules()): the counter an exporter
+// reports for its pod.
 //
 // Limitation: the server's handlers are synchronous and run on its I/O threads, so the completion
 // delay sleeps in the handler. A worker serves at most `threads` delayed requests at once; more
@@ -34,6 +40,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +75,12 @@ struct FakeWorkerOptions {
   bool count_in_flight = false;
   // Not kNone: a FaultyMetricsServer with this fault listens on the address instead.
   MetricsFault metrics_fault = MetricsFault::kNone;
+  // Set: the worker is a node's energy exporter. /metrics serves RenderExporterMetrics for
+  // `node_name` and the pods `exporter_pods` lists (called on every scrape, from the server's
+  // threads; none when unset) instead of an engine's page.
+  std::optional<Exporter> exporter;
+  std::string node_name;
+  std::function<std::vector<ExporterPod>()> exporter_pods;
 };
 
 // Pod annotations that configure a pod's fake worker (the node agent reads them).
@@ -77,6 +90,7 @@ inline constexpr const char* kDelayAnnotation = "fake.eoc.dev/delay-ms";  // com
 inline constexpr const char* kModelAnnotation = "fake.eoc.dev/model";     // the model served
 inline constexpr const char* kDcgmAnnotation = "fake.eoc.dev/dcgm";       // "true": DCGM series
 inline constexpr const char* kMetricsFaultAnnotation = "fake.eoc.dev/metrics-fault";
+inline constexpr const char* kExporterAnnotation = "fake.eoc.dev/exporter";  // dcgm | kepler
 // The load a pod's worker reports: FakeLoad's running, waiting, kv_cache_usage (0..1), watts.
 inline constexpr const char* kRunningAnnotation = "fake.eoc.dev/running";
 inline constexpr const char* kWaitingAnnotation = "fake.eoc.dev/waiting";
@@ -118,10 +132,13 @@ class FakeWorker {
   // "ip:port" as bound.
   std::string endpoint() const;
   Engine engine() const { return options_.engine; }
+  std::optional<Exporter> exporter() const { return options_.exporter; }
 
   // Thread-safe; take effect on the next request.
   void SetLoad(const FakeLoad& load);
   FakeLoad load() const;
+  // The load's watts integrated over time since the worker was made, in joules.
+  double energy_joules() const;
   void SetDelay(std::chrono::milliseconds delay);
   std::chrono::milliseconds delay() const;
 
@@ -152,6 +169,7 @@ class FakeWorker {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   FakeLoad load_;                    // guarded by mu_
+  EnergyIntegrator energy_;          // guarded by mu_; follows load_.watts
   std::chrono::milliseconds delay_;  // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
   std::atomic<std::uint64_t> served_{0};

@@ -55,6 +55,55 @@ std::map<std::string, std::string> LoadAnnotationsOf(
   return load;
 }
 
+// The workers on each node, for the node's exporters (fake.eoc.dev/exporter) to report. Shared
+// with the exporters' page callbacks, which run on their servers' threads, so never under the
+// agent's mu_ (held while an exporter is stopped, which waits for those threads).
+class NodeWorkers {
+ public:
+  struct Entry {
+    std::string node;
+    std::string ns;
+    std::string name;
+    std::string container;
+    std::int64_t gpus = 0;
+    std::shared_ptr<FakeWorker> worker;
+  };
+
+  void Add(const std::string& key, Entry entry) {
+    const std::lock_guard lock(mu_);
+    entries_.insert_or_assign(key, std::move(entry));
+  }
+  void Remove(const std::string& key) {
+    const std::lock_guard lock(mu_);
+    entries_.erase(key);
+  }
+  // The workers on `node`, by namespace and name, with their watts and energy now.
+  std::vector<ExporterPod> On(const std::string& node) const {
+    std::vector<Entry> on;
+    {
+      const std::lock_guard lock(mu_);
+      for (const auto& [key, entry] : entries_) {
+        if (entry.node == node) on.push_back(entry);
+      }
+    }
+    std::vector<ExporterPod> pods;
+    pods.reserve(on.size());
+    for (const Entry& e : on) {
+      pods.push_back({.pod_namespace = e.ns,
+                      .pod_name = e.name,
+                      .container = e.container,
+                      .watts = e.worker->load().watts,
+                      .joules_total = e.worker->energy_joules(),
+                      .gpus = static_cast<int>(std::max<std::int64_t>(1, e.gpus))});
+    }
+    return pods;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> entries_;  // by pod key
+};
+
 json Condition(const char* type, bool status, WallClock::time_point since) {
   json c = {{"type", type},
             {"status", status ? "True" : "False"},
@@ -220,14 +269,18 @@ class NodeAgent::Impl {
                                    {"metadata", {{"name", name}, {"labels", labels}}},
                                    {"status", status}});
     if (!created && !created.error().IsAlreadyExists()) return Failed("create node", name, created);
-    if (!created) {
-      auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
-                                   {{"metadata", {{"labels", labels}}}});
-      if (!patched) return Failed("label node", name, patched);
-    }
+    // The API server's admission (TaintNodesByCondition) taints a new Node
+    // node.kubernetes.io/not-ready:NoSchedule; the node lifecycle controller, which the local
+    // plane does not run, lifts it once the node is Ready. The DaemonSet controller places no pod
+    // on a node with a taint its pods do not tolerate, and they tolerate not-ready only as
+    // NoExecute: so the agent lifts it (its nodes carry no taints).
+    auto patched =
+        client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                      {{"metadata", {{"labels", labels}}}, {"spec", {{"taints", nullptr}}}});
+    if (!patched) return Failed("label and untaint node", name, patched);
     // Status is a subresource: a create may keep it, an update of the node never does.
-    auto patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
-                                 {{"status", status}}, "status");
+    patched = client_.Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                            {{"status", status}}, "status");
     if (!patched) return Failed("set node status", name, patched);
     log_.Info("node registered", {{"node", name}, {"gpus", node.gpus}});
     ++registered_nodes_;
@@ -303,6 +356,7 @@ class NodeAgent::Impl {
   void Release(const std::string& key) {
     const auto it = pods_.find(key);
     if (it == pods_.end()) return;
+    node_workers_->Remove(key);
     if (it->second.worker) it->second.worker->Stop();
     pool_.Release(it->second.ip);
     log_.Info("pod stopped", {{"pod", key}, {"ip", it->second.ip}});
@@ -310,8 +364,13 @@ class NodeAgent::Impl {
   }
 
   bool Bind(const AgentPod& pod) {
+    if (!pod.affinity.problem.empty()) {
+      log_.Warn("node affinity cannot be evaluated: the pod is not bound",
+                {{"pod", pod.key()}, {"problem", pod.affinity.problem}});
+      return true;  // looked at again when the pod changes
+    }
     const auto fits = [&](const NodeSpec& node) {
-      if (pod.gpus > node.gpus) return false;
+      if (pod.gpus > node.gpus || !pod.affinity.Matches(node.name, node.labels)) return false;
       return std::all_of(pod.node_selector.begin(), pod.node_selector.end(), [&](const auto& kv) {
         const auto it = node.labels.find(kv.first);
         return it != node.labels.end() && it->second == kv.second;
@@ -319,7 +378,8 @@ class NodeAgent::Impl {
     };
     const auto node = std::find_if(options_.nodes.begin(), options_.nodes.end(), fits);
     if (node == options_.nodes.end()) {
-      log_.Info("no node fits the pod", {{"pod", pod.key()}, {"gpus", pod.gpus}});
+      log_.Info("no node fits the pod",
+                {{"pod", pod.key()}, {"gpus", pod.gpus}, {"node_affinity", pod.affinity.present}});
       return true;  // looked at again when the pod changes
     }
     auto bound =
@@ -346,6 +406,12 @@ class NodeAgent::Impl {
                                            pod.annotations, &problems);
     for (const auto& problem : problems) {
       log_.Warn("annotation ignored", {{"pod", pod.key()}, {"problem", problem}});
+    }
+    if (o.exporter) {
+      o.node_name = pod.node_name;
+      o.exporter_pods = [workers = node_workers_, node = pod.node_name] {
+        return workers->On(node);
+      };
     }
     return o;
   }
@@ -385,11 +451,24 @@ class NodeAgent::Impl {
       log_.Error("no address for the pod", {{"pod", pod.key()}});
       return false;
     }
+    const bool exporter = state.worker != nullptr && state.worker->exporter().has_value();
     log_.Info("pod started", {{"pod", pod.key()},
                               {"ip", state.ip},
                               {"port", pod.port},
-                              {"worker", state.worker != nullptr}});
+                              {"worker", state.worker != nullptr},
+                              {"exporter", exporter}});
     const std::lock_guard lock(mu_);
+    if (state.worker != nullptr && !exporter) {
+      node_workers_->Add(pod.key(),
+                         {.node = pod.node_name,
+                          .ns = pod.ns,
+                          .name = pod.name,
+                          .container = pod.containers.empty() || pod.containers[0].first.empty()
+                                           ? "main"
+                                           : pod.containers[0].first,
+                          .gpus = pod.gpus,
+                          .worker = state.worker});
+    }
     pods_.emplace(pod.key(), std::move(state));
     return true;
   }
@@ -446,6 +525,7 @@ class NodeAgent::Impl {
   std::atomic<std::size_t> registered_nodes_{0};
   mutable std::mutex mu_;
   std::unordered_map<std::string, PodState> pods_;  // guarded by mu_; changed by the work thread
+  std::shared_ptr<NodeWorkers> node_workers_ = std::make_shared<NodeWorkers>();
   kube::WorkQueue queue_;
   std::vector<std::unique_ptr<kube::Informer<AgentPod>>> informers_;
   std::thread thread_;

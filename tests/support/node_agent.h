@@ -18,19 +18,27 @@
 // What it does, all on one background thread fed by a work queue (failures are logged and
 // retried with backoff; a malformed pod is skipped, never fatal):
 // - Nodes: created (or their labels and status updated when present) with the given labels,
-//   capacity and allocatable, and a Ready condition. The heartbeat is not renewed: the node
-//   lifecycle controller does not run on the local plane, so nothing marks the Node NotReady.
+//   capacity and allocatable, a Ready condition, and no taints (the not-ready taint the API
+//   server gives a new Node is lifted, as the node lifecycle controller would for a Ready node).
+//   The heartbeat is not renewed: the node lifecycle controller does not run on the local plane, so
+//   nothing marks the Node NotReady.
 // - Scheduling: an unbound, pending, non-terminating pod goes to the first node (in the order
-//   given) whose labels satisfy its spec.nodeSelector and, if it requests nvidia.com/gpu, whose
-//   GPU count covers the request, through the pods/binding subresource. Not modelled: affinity,
-//   taints and tolerations, and resource accounting (any number of pods fit a node).
+//   given) whose labels satisfy its spec.nodeSelector and its required node affinity (labels by
+//   matchExpressions, the node's name by matchFields: how the DaemonSet controller pins its pods,
+//   node_agent_affinity.h) and, if it requests nvidia.com/gpu, whose GPU count covers the
+//   request, through the pods/binding subresource. A required affinity the agent cannot evaluate
+//   leaves the pod unbound (logged). Not modelled: preferred affinity, pod (anti-)affinity, taints
+//   (the agent's nodes have none, so tolerations do not matter) and resource accounting (any
+//   number of pods fit a node).
 // - Running: a pod bound to one of its nodes gets an address from the pool (its podIP;
 //   the pod's existing podIP is kept when it has one) and, with `start_workers`, a FakeWorker on
 //   the first container's first containerPort (8000 when none), configured by the pod's
 //   annotations (ApplyAnnotations in fake_worker.h: fake.eoc.dev/engine, delay-ms, model, dcgm,
 //   and the load: running, waiting, kv-cache-usage, watts). When a running pod's load annotations
 //   change, its worker's load is set from them again (a removed one sets its figure to 0); a
-//   test's SetLoad stands until they do.
+//   test's SetLoad stands until they do. A pod annotated fake.eoc.dev/exporter: dcgm|kepler gets
+//   an exporter instead (fake_worker.h): its page lists every other worker on its node, with the
+//   watts of their load and the energy those add up to.
 //   Then pods/status is patched: Running, podIP(s), hostIP, startTime, the four conditions
 //   (PodScheduled, Initialized, ContainersReady, Ready) and containerStatuses.
 // - Deletion: a terminating pod bound to its node has its worker stopped, its address released,

@@ -59,6 +59,7 @@ AgentPod ToAgentPod(const json& pod) {
       if (v.is_string()) view.node_selector.emplace(k, v.get<std::string>());
     }
   }
+  view.affinity = ParseRequiredNodeAffinity(spec);
   const json* containers = MemberOrNull(spec, "containers");
   if (containers != nullptr && containers->is_array()) {
     for (const json& c : *containers) {

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "node_agent_affinity.h"
+
 namespace eoc::testing::internal {
 
 inline constexpr const char* kGpuResource = "nvidia.com/gpu";
@@ -32,6 +34,7 @@ struct AgentPod {
   bool ready = false;             // the Ready condition is True
   bool containers_ready = false;  // the ContainersReady condition is True
   std::map<std::string, std::string> node_selector;
+  RequiredNodeAffinity affinity;  // spec.affinity.nodeAffinity's required terms
   std::map<std::string, std::string> annotations;
   std::int64_t gpus = 0;  // nvidia.com/gpu requested, over all containers
   int port = kDefaultPort;
@@ -41,7 +44,8 @@ struct AgentPod {
 };
 
 // Reads a Pod; throws kube::MappingError only without metadata.name. Lenient beyond metadata: a
-// spec field of an odd shape is read as absent.
+// spec field of an odd shape is read as absent, but for the required node affinity (its
+// `problem` says what is odd).
 AgentPod ToAgentPod(const nlohmann::json& pod);
 
 // A loopback (127/8) IPv4 address as a number, for counting up from it; throws

@@ -142,6 +142,8 @@ TEST_F(NodeAgentTest, RegistersReadyNodesWithLabelsAndCapacity) {
   EXPECT_EQ((*node)["status"]["capacity"]["nvidia.com/gpu"], "2");
   EXPECT_EQ((*node)["status"]["allocatable"]["nvidia.com/gpu"], "2");
   EXPECT_TRUE(ConditionIs(*node, "Ready", "True"));
+  // The not-ready taint the API server gives a new Node is lifted (DaemonSets need that).
+  EXPECT_EQ((*node)["spec"].value("taints", json::array()), json::array());
   node = client_->Get(resources::kNodes, "", cpu_node_);
   ASSERT_OK(node);
   EXPECT_FALSE((*node)["status"]["capacity"].contains("nvidia.com/gpu"));

@@ -189,6 +189,41 @@ TEST(RenderMetricsTest, PromtoolAcceptsEveryForm) {
   }
 }
 
+TEST(RenderMetricsTest, PromtoolAcceptsTheExporterPages) {
+  const std::string promtool = FindPromtool();
+  if (promtool.empty()) GTEST_SKIP() << "promtool is not on PATH";
+  const std::vector<ExporterPod> pods = {
+      {.pod_namespace = "ns", .pod_name = "web-0", .watts = 250, .joules_total = 1234.5},
+      {.pod_namespace = "ns", .pod_name = "web-1", .watts = 300, .joules_total = 99, .gpus = 2}};
+  for (const Exporter exporter : {Exporter::kDcgm, Exporter::kKepler}) {
+    const std::string text = RenderExporterMetrics(exporter, "gpu-a", pods);
+    const auto [status, output] = PromtoolCheckMetrics(promtool, text);
+    std::string trace(ExporterName(exporter));
+    trace.append(":\n").append(text).append("\npromtool said:\n").append(output);
+    SCOPED_TRACE(trace);
+    ASSERT_TRUE(status == 0 || status == 3) << "promtool exit status " << status;
+    std::stringstream lines(output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      // dcgm-exporter's own names and labels (modelName, Hostname), as the real one writes them.
+      EXPECT_TRUE(exporter == Exporter::kDcgm && line.starts_with("DCGM_FI_DEV_"))
+          << "unexpected promtool finding: " << line;
+    }
+  }
+}
+
+TEST(EngineTest, ExporterNamesRoundTrip) {
+  for (const Exporter exporter : {Exporter::kDcgm, Exporter::kKepler}) {
+    EXPECT_EQ(ParseExporter(ExporterName(exporter)), exporter);
+  }
+  EXPECT_EQ(ParseExporter("DCGM"), std::nullopt);
+  std::vector<std::string> problems;
+  EXPECT_EQ(ApplyAnnotations({}, {{kExporterAnnotation, "kepler"}}).exporter, Exporter::kKepler);
+  EXPECT_EQ(ApplyAnnotations({}, {{kExporterAnnotation, "node"}}, &problems).exporter,
+            std::nullopt);
+  EXPECT_THAT(problems, ::testing::ElementsAre("fake.eoc.dev/exporter: cannot use \"node\""));
+}
+
 TEST(EngineTest, NamesRoundTrip) {
   for (const Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
     EXPECT_EQ(ParseEngine(EngineName(engine)), engine);
@@ -334,6 +369,31 @@ TEST_F(FakeWorkerTest, ServesMetricsWithTheValuesSet) {
   answer = Get("/health");
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->status, 200);
+}
+
+TEST_F(FakeWorkerTest, IntegratesItsWattsIntoJoules) {
+  Start({.load = {.watts = 1000}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double first = worker_->energy_joules();
+  EXPECT_GE(first, 100);
+  worker_->SetLoad({.watts = 0});
+  const double stopped = worker_->energy_joules();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_DOUBLE_EQ(worker_->energy_joules(), stopped);  // no draw, no energy
+}
+
+TEST_F(FakeWorkerTest, AnExporterServesThePodsItIsGiven) {
+  Start({.exporter = Exporter::kDcgm, .node_name = "gpu-a", .exporter_pods = [] {
+           return std::vector<ExporterPod>{
+               {.pod_namespace = "ns", .pod_name = "web-1", .watts = 275.5, .joules_total = 12}};
+         }});
+  const auto answer = Get("/metrics");
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_THAT(answer->body, HasSubstr("Hostname=\"gpu-a\""));
+  EXPECT_THAT(answer->body,
+              HasSubstr("container=\"main\",namespace=\"ns\",pod=\"web-1\",pod_uid=\"\"} 275.5\n"));
+  EXPECT_THAT(answer->body, Not(HasSubstr("vllm:")));
 }
 
 TEST_F(FakeWorkerTest, AnswersCompletionsAndCountsThem) {
