@@ -6,18 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "eventually.h"
+#include "http_get.h"
 #include "namespaced_test.h"
 #include "node_agent.h"
 #include "signals/energy_metrics.h"
@@ -27,31 +24,12 @@ namespace {
 
 using nlohmann::json;
 namespace resources = kube::resources;
-namespace http = boost::beast::http;
 
 #define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
 
 constexpr auto kPatience = std::chrono::seconds(90);
 const kube::ResourceRef kDaemonSets{"apps", "v1", "daemonsets"};
 constexpr int kExporterPort = 9400;
-
-// GET http://ip:port/target: the body of a 200 answer, nullopt otherwise.
-std::optional<std::string> HttpGet(const std::string& ip, int port, const std::string& target) {
-  boost::asio::io_context io;
-  boost::beast::tcp_stream stream(io);
-  stream.expires_after(std::chrono::seconds(10));
-  boost::system::error_code ec;
-  stream.connect({boost::asio::ip::make_address(ip), static_cast<std::uint16_t>(port)}, ec);
-  if (ec) return std::nullopt;
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  request.set(http::field::host, ip);
-  http::write(stream, request, ec);
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  if (!ec) http::read(stream, buffer, response, ec);
-  if (ec || response.result_int() != 200) return std::nullopt;
-  return response.body();
-}
 
 bool RunningAndReady(const json& pod) {
   if (pod["status"].value("phase", "") != "Running") return false;
@@ -183,7 +161,7 @@ TEST_F(DaemonSetTest, AnExporterPodRunsOnEachNodeAndListsItsWorkersWatts) {
     std::string page;
     EXPECT_TRUE(Eventually(
         [&] {
-          page = HttpGet(ip_of[node], kExporterPort, "/metrics").value_or("");
+          page = HttpGet(ip_of[node], kExporterPort, "/metrics").ok_body();
           return DcgmWatts(page) == want[node];
         },
         kPatience))
@@ -199,7 +177,7 @@ TEST_F(DaemonSetTest, AnExporterPodRunsOnEachNodeAndListsItsWorkersWatts) {
   want[nodes_[1]] = {{ns_ + "/web-b1", 520}};
   EXPECT_TRUE(Eventually(
       [&] {
-        return DcgmWatts(HttpGet(ip_of[nodes_[1]], kExporterPort, "/metrics").value_or("")) ==
+        return DcgmWatts(HttpGet(ip_of[nodes_[1]], kExporterPort, "/metrics").ok_body()) ==
                want[nodes_[1]];
       },
       kPatience));

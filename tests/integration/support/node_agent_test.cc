@@ -7,9 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "eventually.h"
+#include "http_get.h"
 #include "manifests.h"
 #include "namespaced_test.h"
 
@@ -27,31 +25,11 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 namespace resources = kube::resources;
-namespace http = boost::beast::http;
 
 #define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
 
 // Generous: the agent, the controller manager and the API server share two busy cores.
 constexpr auto kPatience = std::chrono::seconds(60);
-
-// GET http://ip:port/target: the body of a 200 answer, "" for another status, nullopt when the
-// connection fails (refused: nothing listens there).
-std::optional<std::string> HttpGet(const std::string& ip, int port, const std::string& target) {
-  boost::asio::io_context io;
-  boost::beast::tcp_stream stream(io);
-  stream.expires_after(std::chrono::seconds(10));
-  boost::system::error_code ec;
-  stream.connect({boost::asio::ip::make_address(ip), static_cast<std::uint16_t>(port)}, ec);
-  if (ec) return std::nullopt;
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  request.set(http::field::host, ip);
-  http::write(stream, request, ec);
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  if (!ec) http::read(stream, buffer, response, ec);
-  if (ec) return std::nullopt;
-  return response.result_int() == 200 ? response.body() : "";
-}
 
 bool ConditionIs(const json& pod, const std::string& type, const std::string& status) {
   for (const auto& c : pod["status"].value("conditions", json::array())) {
@@ -176,13 +154,14 @@ TEST_F(NodeAgentTest, DeploymentPodsRunReadyWithWorkersAndBecomeAvailable) {
     EXPECT_EQ(pod["status"]["containerStatuses"][0]["ready"], true);
     EXPECT_EQ(agent_->PodIP(ns_, name), ip);
     const auto metrics = HttpGet(ip, 8000, "/metrics");
-    ASSERT_TRUE(metrics.has_value());
-    EXPECT_THAT(*metrics, HasSubstr("vllm:num_requests_running{model_name=\"fake-model\"} 0\n"));
+    ASSERT_TRUE(metrics.answered());
+    EXPECT_THAT(metrics.ok_body(),
+                HasSubstr("vllm:num_requests_running{model_name=\"fake-model\"} 0\n"));
 
     const auto worker = agent_->Worker(ns_, name);
     ASSERT_NE(worker, nullptr);
     worker->SetLoad({.running = 7});
-    EXPECT_THAT(HttpGet(ip, 8000, "/metrics").value_or(""),
+    EXPECT_THAT(HttpGet(ip, 8000, "/metrics").ok_body(),
                 HasSubstr("vllm:num_requests_running{model_name=\"fake-model\"} 7\n"));
   }
   EXPECT_EQ(ips.size(), 3U);
@@ -200,7 +179,7 @@ TEST_F(NodeAgentTest, SetReadyFlipsTheReadyConditionOnTheServer) {
   CreatePod(BarePod("flip", 8123, {{kEngineAnnotation, "sglang"}}));
   ASSERT_TRUE(Eventually([&] { return RunningAndReady("flip"); }, kPatience));
   const std::string ip = agent_->PodIP(ns_, "flip");
-  EXPECT_THAT(HttpGet(ip, 8123, "/metrics").value_or(""), HasSubstr("sglang:num_running_reqs"));
+  EXPECT_THAT(HttpGet(ip, 8123, "/metrics").ok_body(), HasSubstr("sglang:num_running_reqs"));
 
   ASSERT_TRUE(agent_->SetReady(ns_, "flip", false));
   EXPECT_TRUE(Eventually(
@@ -211,7 +190,7 @@ TEST_F(NodeAgentTest, SetReadyFlipsTheReadyConditionOnTheServer) {
                (*pod)["status"]["containerStatuses"][0]["ready"] == false;
       },
       kPatience));
-  EXPECT_TRUE(HttpGet(ip, 8123, "/health").has_value());  // unready, still serving
+  EXPECT_TRUE(HttpGet(ip, 8123, "/health").answered());  // unready, still serving
 
   ASSERT_TRUE(agent_->SetReady(ns_, "flip", true));
   EXPECT_TRUE(Eventually([&] { return RunningAndReady("flip"); }, kPatience));
@@ -241,7 +220,7 @@ TEST_F(NodeAgentTest, LoadAnnotationsSetTheRunningWorkersLoadWhenTheyChange) {
       },
       kPatience));
   EXPECT_EQ(worker->load().watts, 0);  // unreadable: ignored
-  EXPECT_THAT(HttpGet(agent_->PodIP(ns_, "loaded"), 8000, "/metrics").value_or(""),
+  EXPECT_THAT(HttpGet(agent_->PodIP(ns_, "loaded"), 8000, "/metrics").ok_body(),
               HasSubstr("vllm:num_requests_running{model_name=\"fake-model\"} 240\n"));
 }
 
@@ -249,7 +228,7 @@ TEST_F(NodeAgentTest, DeletingAPodFinishesTheDeletionAndStopsItsWorker) {
   CreatePod(BarePod("doomed", 0));
   ASSERT_TRUE(Eventually([&] { return RunningAndReady("doomed"); }, kPatience));
   const std::string ip = agent_->PodIP(ns_, "doomed");
-  ASSERT_TRUE(HttpGet(ip, 8000, "/health").has_value());
+  ASSERT_TRUE(HttpGet(ip, 8000, "/health").answered());
 
   // A normal delete: the pod turns Terminating, and only a kubelet (here, the agent) ends that.
   ASSERT_OK(client_->Delete(resources::kPods, ns_, "doomed"));
@@ -260,7 +239,7 @@ TEST_F(NodeAgentTest, DeletingAPodFinishesTheDeletionAndStopsItsWorker) {
       },
       kPatience));
   EXPECT_TRUE(Eventually([&] { return agent_->Worker(ns_, "doomed") == nullptr; }, kPatience));
-  EXPECT_FALSE(HttpGet(ip, 8000, "/health").has_value());  // connection refused
+  EXPECT_FALSE(HttpGet(ip, 8000, "/health").answered());  // connection refused
   EXPECT_EQ(agent_->PodIP(ns_, "doomed"), "");
 }
 
@@ -310,7 +289,7 @@ TEST_F(NodeAgentWithoutWorkersTest, PodsGoReadyWithDistinctAddressesAndNoServers
   ASSERT_OK(list);
   const std::string name = list->items.front()["metadata"]["name"];
   EXPECT_EQ(agent_->Worker(ns_, name), nullptr);
-  EXPECT_FALSE(HttpGet(agent_->PodIP(ns_, name), 8000, "/health").has_value());  // nothing there
+  EXPECT_FALSE(HttpGet(agent_->PodIP(ns_, name), 8000, "/health").answered());  // nothing there
 }
 
 }  // namespace
