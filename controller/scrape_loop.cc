@@ -129,8 +129,8 @@ void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
   auto [it, added] = pools_.try_emplace(key);
   PoolEntry& entry = it->second;
   if (!added && entry.spec == *pool) return;
-  entry.map =
-      std::make_shared<const signals::EngineMap>(EngineMapOf(pool->engine, pool->generic_names));
+  entry.maps = std::make_shared<const PageMaps>(
+      PageMapsOf(EngineMapOf(pool->engine, pool->generic_names), pool->energy_source));
   std::unordered_map<routing::WorkerKey, WorkerState> workers;
   workers.reserve(pool->targets.size());
   for (const ScrapeTarget& target : pool->targets) {
@@ -139,6 +139,10 @@ void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
     if (old != entry.workers.end()) {
       state = std::move(old->second);
       entry.workers.erase(old);
+    }
+    // A new worker, or a new profile (the slope's bounds): its energy starts afresh.
+    if (old == entry.workers.end() || state.target.profile != target.profile) {
+      state.energy = signals::WorkerEnergy(target.profile);
     }
     state.target = target;
     workers.insert_or_assign(target.key, std::move(state));
@@ -210,7 +214,7 @@ void ScrapeLoop::Finish(Arrival arrival) {
   }
   WorkerState& w = found->second;
   w.in_flight = false;
-  const ScrapeReading reading = ReadScrape(arrival.result, *pool.map);
+  const ScrapeReading reading = ReadScrape(arrival.result, *pool.maps, w.target.pod);
   const bool ok = reading.result == ScrapeResult::kOk;
   routing::Load load;  // unavailable
   if (ok) {
@@ -221,6 +225,15 @@ void ScrapeLoop::Finish(Arrival arrival) {
                         f.generation_tokens_total.value_or(0));
     }
     load = LoadOf(f, rate);
+    if (reading.energy) {
+      w.energy.Observe(arrival.at, *reading.energy,
+                       rate ? std::optional(rate->tokens_per_second()) : std::nullopt);
+    } else {
+      w.energy.Miss();
+    }
+    load.marginal_joules_per_token = w.energy.marginal().joules_per_token();
+  } else {
+    w.energy.Miss();
   }
   const std::shared_ptr<routing::PoolState> state =
       options_.directory != nullptr ? options_.directory->Find(arrival.pool) : nullptr;
@@ -250,12 +263,17 @@ void ScrapeLoop::Finish(Arrival arrival) {
   if (options_.metrics != nullptr) {
     options_.metrics->Scraped(arrival.pool, reading.result, Seconds(arrival.at - w.started));
     if (ok) {
-      options_.metrics->SetWorker(arrival.pool, w.target.pod,
-                                  {.busyness = routing::Busyness(load, 0, w.target.max_concurrency),
-                                   .running = load.running,
-                                   .waiting = load.waiting,
-                                   .kv_cache_usage = load.kv_cache_usage,
-                                   .tokens_per_second = load.tokens_per_second});
+      options_.metrics->SetWorker(
+          arrival.pool, w.target.pod,
+          {.busyness = routing::Busyness(load, 0, w.target.max_concurrency),
+           .running = load.running,
+           .waiting = load.waiting,
+           .kv_cache_usage = load.kv_cache_usage,
+           .tokens_per_second = load.tokens_per_second,
+           .watts = w.energy.watts(),
+           .watts_source = w.energy.source(),
+           .marginal_joules_per_token = routing::MarginalJoulesPerToken(load, w.target.profile),
+           .marginal_measured = load.marginal_joules_per_token > 0});
     } else {
       options_.metrics->RemoveWorker(arrival.pool, w.target.pod);
     }

@@ -1,9 +1,10 @@
 // The scrape loop (every replica, leader or not): scrapes each worker of each pool it is given
 // (ScrapePools, fed by the pool reconciler) every spec.metrics.intervalSeconds, each fetch within
 // spec.metrics.timeoutSeconds, through the fetcher spec.metrics.access names; reads the page with
-// the pool's engine map, computes the worker's token rate, and hands the Load to the pool's
-// routing state (PoolState::ObserveLoad, with the mark taken as the fetch started, so picks made
-// while it was in flight still count). A failed scrape (a fetch error, a page that does not
+// the pool's engine map, computes the worker's token rate (and, when its page carries an energy
+// exporter's series for it, its watts and marginal joules per token), and hands the Load to the
+// pool's routing state (PoolState::ObserveLoad, with the mark taken as the fetch started, so picks
+// made while it was in flight still count). A failed scrape (a fetch error, a page that does not
 // parse, a page without the engine's running series) marks that worker's metrics unavailable and
 // touches no other worker or the pool's interval.
 //
@@ -38,6 +39,7 @@
 #include "controller/scrape_pool.h"
 #include "routing/pool_directory.h"
 #include "signals/token_rate.h"
+#include "signals/worker_energy.h"
 
 namespace eoc::controller {
 
@@ -82,6 +84,7 @@ class ScrapeLoop final : public ScrapePools {
   struct WorkerState {
     ScrapeTarget target;
     signals::TokenRate rate;
+    signals::WorkerEnergy energy;  // its watts and marginal joules per token, from its own page
     bool in_flight = false;
     std::uint64_t fetch = 0;  // the fetch in flight, so a late answer of an old one is dropped
     Clock::TimePoint started{};
@@ -95,7 +98,7 @@ class ScrapeLoop final : public ScrapePools {
   };
   struct PoolEntry {
     ScrapePool spec;
-    std::shared_ptr<const signals::EngineMap> map;
+    std::shared_ptr<const PageMaps> maps;
     std::unordered_map<routing::WorkerKey, WorkerState> workers;
     Clock::TimePoint next_round{};
     std::optional<Clock::TimePoint> last_round;

@@ -1,5 +1,7 @@
 #include "controller/scrape_metrics.h"
 
+#include <utility>
+
 namespace eoc::controller {
 namespace {
 
@@ -35,6 +37,14 @@ ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
       tokens_per_second_(Gauge(registry, "eoc_worker_tokens_per_second",
                                "Prompt plus generated tokens per second of a worker, over the "
                                "interval between its last two scrapes.")),
+      watts_(Gauge(registry, "eoc_worker_watts",
+                   "A worker's power, from the energy exporter's series on its page (source: "
+                   "DCGM, Kepler, Kepler 0.7): the joules counter's rate over the last interval, "
+                   "else the watts gauge.")),
+      marginal_(Gauge(registry, "eoc_worker_marginal_joules_per_token",
+                      "The joules one more token costs on a worker, as routing weighs it "
+                      "(estimate: measured, the slope of its watts over its token rate; profile, "
+                      "the spec's energy profile).")),
       scrapes_(prometheus::BuildCounter()
                    .Name("eoc_scrapes_total")
                    .Help("Scrapes of workers' metrics pages, by result (ok, deadline, "
@@ -77,14 +87,42 @@ void ScrapeMetrics::SetWorker(const std::string& pool, const std::string& pod,
                                   .running = &running_.Add(labels),
                                   .waiting = &waiting_.Add(labels),
                                   .kv_cache_usage = &kv_cache_usage_.Add(labels),
-                                  .tokens_per_second = &tokens_per_second_.Add(labels)})
+                                  .tokens_per_second = &tokens_per_second_.Add(labels),
+                                  .labels = labels})
              .first;
   }
+  Worker& w = it->second;
+  SetLabelled(watts_, w, "source",
+              gauges.watts_source ? std::string(signals::EnergySourceName(*gauges.watts_source))
+                                  : std::string(),
+              gauges.watts_source ? gauges.watts : std::nullopt, w.watts, w.watts_source);
+  SetLabelled(marginal_, w, "estimate", gauges.marginal_measured ? "measured" : "profile",
+              gauges.marginal_joules_per_token > 0 ? std::optional(gauges.marginal_joules_per_token)
+                                                   : std::nullopt,
+              w.marginal, w.marginal_estimate);
   it->second.busyness->Set(gauges.busyness);
   it->second.running->Set(gauges.running);
   it->second.waiting->Set(gauges.waiting);
   it->second.kv_cache_usage->Set(gauges.kv_cache_usage);
   it->second.tokens_per_second->Set(gauges.tokens_per_second);
+}
+
+void ScrapeMetrics::SetLabelled(prometheus::Family<prometheus::Gauge>& family, const Worker& w,
+                                const char* name, const std::string& value,
+                                std::optional<double> figure, prometheus::Gauge*& gauge,
+                                std::string& current) {
+  if (gauge != nullptr && (!figure || current != value)) {
+    family.Remove(gauge);
+    gauge = nullptr;
+  }
+  if (!figure) return;
+  if (gauge == nullptr) {
+    prometheus::Labels labels = w.labels;
+    labels.emplace(name, value);
+    gauge = &family.Add(labels);
+    current = value;
+  }
+  gauge->Set(*figure);
 }
 
 void ScrapeMetrics::RemoveGauges(const Worker& w) {
@@ -93,6 +131,8 @@ void ScrapeMetrics::RemoveGauges(const Worker& w) {
   waiting_.Remove(w.waiting);
   kv_cache_usage_.Remove(w.kv_cache_usage);
   tokens_per_second_.Remove(w.tokens_per_second);
+  if (w.watts != nullptr) watts_.Remove(w.watts);
+  if (w.marginal != nullptr) marginal_.Remove(w.marginal);
 }
 
 void ScrapeMetrics::RemoveWorker(const std::string& pool, const std::string& pod) {

@@ -1,6 +1,9 @@
 // The scrape loop's Prometheus metrics: each worker's scraped load (labelled namespace, pool and
 // pod: removed when the worker leaves, and absent while its metrics are unavailable), and per
-// pool the scrapes by result and their duration (removed with the pool).
+// pool the scrapes by result and their duration (removed with the pool). A worker's energy
+// gauges are there only while known: its watts labelled with their source (the exporter's
+// series), its marginal joules per token labelled with how it was had (measured: the slope of
+// its watts; profile: the spec's profile).
 //
 //   ScrapeMetrics m(metrics.registry());
 //   m.Scraped("prod/chat", ScrapeResult::kOk, 0.012);
@@ -16,6 +19,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "controller/scrape_page.h"
@@ -28,6 +32,10 @@ struct WorkerGauges {
   double waiting = 0;
   double kv_cache_usage = 0;
   double tokens_per_second = 0;
+  std::optional<double> watts;  // unknown: no gauge
+  std::optional<signals::EnergySource> watts_source;
+  double marginal_joules_per_token = 0;  // 0: unknown, no gauge
+  bool marginal_measured = false;        // else the profile's
 };
 
 class ScrapeMetrics {
@@ -47,6 +55,12 @@ class ScrapeMetrics {
     prometheus::Gauge* waiting;
     prometheus::Gauge* kv_cache_usage;
     prometheus::Gauge* tokens_per_second;
+    prometheus::Labels labels;  // namespace, pool, pod
+    // The energy gauges and their label's value; null while unknown.
+    prometheus::Gauge* watts = nullptr;
+    std::string watts_source;
+    prometheus::Gauge* marginal = nullptr;
+    std::string marginal_estimate;
   };
   struct Pool {
     std::map<ScrapeResult, prometheus::Counter*> scrapes;
@@ -54,12 +68,19 @@ class ScrapeMetrics {
     std::map<std::string, Worker> workers;  // by pod key
   };
   void RemoveGauges(const Worker& w);
+  // Sets `gauge` (of `family`, labelled `name`=`value` besides the worker's) to `figure`, moving
+  // it to the new label value when it changed; removes it for nullopt.
+  static void SetLabelled(prometheus::Family<prometheus::Gauge>& family, const Worker& w,
+                          const char* name, const std::string& value, std::optional<double> figure,
+                          prometheus::Gauge*& gauge, std::string& current);
 
   prometheus::Family<prometheus::Gauge>& busyness_;
   prometheus::Family<prometheus::Gauge>& running_;
   prometheus::Family<prometheus::Gauge>& waiting_;
   prometheus::Family<prometheus::Gauge>& kv_cache_usage_;
   prometheus::Family<prometheus::Gauge>& tokens_per_second_;
+  prometheus::Family<prometheus::Gauge>& watts_;
+  prometheus::Family<prometheus::Gauge>& marginal_;
   prometheus::Family<prometheus::Counter>& scrapes_;
   prometheus::Family<prometheus::Histogram>& duration_;
   std::mutex mu_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "signals/exposition.h"
 
@@ -35,17 +37,55 @@ void AddTo(std::optional<double>& sum, const std::optional<double>& value) {
   if (value) sum = sum.value_or(0) + *value;
 }
 
+// The reading of `pod` ("namespace/name") on the page by the first of `maps` that has one.
+std::optional<signals::PodEnergy> EnergyOf(const signals::Page& page,
+                                           const std::vector<signals::EnergyMap>& maps,
+                                           std::string_view pod) {
+  const auto slash = pod.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const std::string_view ns = pod.substr(0, slash);
+  const std::string_view name = pod.substr(slash + 1);
+  for (const signals::EnergyMap& map : maps) {
+    signals::EnergyReading reading = map.Read(page);
+    for (signals::PodEnergy& e : reading.pods) {
+      if (e.pod_namespace == ns && e.pod == name && (e.watts || e.joules_total))
+        return std::move(e);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
+PageMaps PageMapsOf(signals::EngineMap engine, api::EnergySource source) {
+  PageMaps maps{.engine = std::move(engine), .energy = {}, .keep = {}};
+  if (source == api::EnergySource::kAuto || source == api::EnergySource::kDcgm) {
+    maps.energy.push_back(signals::EnergyMap::Dcgm());
+  }
+  if (source == api::EnergySource::kAuto || source == api::EnergySource::kKepler) {
+    maps.energy.push_back(signals::EnergyMap::Kepler());
+  }
+  std::vector<std::string> families = maps.engine.families();
+  for (const signals::EnergyMap& e : maps.energy) {
+    families.insert(families.end(), e.families().begin(), e.families().end());
+  }
+  maps.keep = signals::KeepFamilies(std::move(families));
+  return maps;
+}
+
 ScrapeReading ReadScrape(const FetchResult& fetched, const signals::EngineMap& map) {
+  return ReadScrape(fetched, PageMapsOf(map, api::EnergySource::kStatic), "");
+}
+
+ScrapeReading ReadScrape(const FetchResult& fetched, const PageMaps& maps, std::string_view pod) {
+  const signals::EngineMap& map = maps.engine;
   ScrapeReading reading;
   if (!fetched.ok()) {
     reading.result = ResultOf(fetched.error->kind);
     reading.message = fetched.error->message;
     return reading;
   }
-  const signals::ParseResult parsed =
-      signals::ParseExposition(fetched.body, {.keep = map.Filter()});
+  const signals::ParseResult parsed = signals::ParseExposition(fetched.body, {.keep = maps.keep});
   if (!parsed.ok()) {
     reading.result = ScrapeResult::kParseError;
     reading.message = parsed.error().ToString();
@@ -69,7 +109,9 @@ ScrapeReading ReadScrape(const FetchResult& fetched, const signals::EngineMap& m
   if (!running) {
     reading.result = ScrapeResult::kMissingSeries;
     reading.message = "the page has no running-requests series of the engine";
+    return reading;
   }
+  if (!maps.energy.empty()) reading.energy = EnergyOf(parsed.page(), maps.energy, pod);
   return reading;
 }
 

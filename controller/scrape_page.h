@@ -14,10 +14,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "api/inference_pool.h"
 #include "common/enum_name.h"
 #include "controller/scrape/metrics_fetcher.h"
 #include "routing/worker.h"
+#include "signals/energy_metrics.h"
 #include "signals/engine_metrics.h"
 #include "signals/token_rate.h"
 
@@ -72,9 +75,24 @@ struct ScrapeReading {
   ScrapeResult result = ScrapeResult::kOk;
   std::string message;    // for failures: what went wrong (the fetch's or parser's message)
   WorkerFigures figures;  // for kOk
+  // For kOk: the worker's own power, when its page carries an energy exporter's series for it.
+  std::optional<signals::PodEnergy> energy;
 };
 
-// The verdict on one fetch: its error, else the page through `map`.
+// What a pool's pages are read with: its engine's map, and the energy exporters' maps whose
+// series a worker's own page may carry (spec.energy.source Auto: DCGM, then Kepler; DCGM or
+// Kepler: that one; Static: none), with the parser's filter keeping every family they read.
+struct PageMaps {
+  signals::EngineMap engine;
+  std::vector<signals::EnergyMap> energy;  // in the order they are tried
+  signals::FamilyFilter keep;
+};
+PageMaps PageMapsOf(signals::EngineMap engine, api::EnergySource source);
+
+// The verdict on one fetch of the worker `pod` ("namespace/name"): its error, else the page
+// through `maps`. The energy is the first map's series labelled with the worker's pod.
+ScrapeReading ReadScrape(const FetchResult& fetched, const PageMaps& maps, std::string_view pod);
+// The same with the engine's map alone (no energy is read).
 ScrapeReading ReadScrape(const FetchResult& fetched, const signals::EngineMap& map);
 
 // The routing Load of a good scrape: running, waiting, KV-cache use, blocks (total and free, when

@@ -14,7 +14,8 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
                  .path = m.path.empty() ? "/metrics" : m.path,
                  .interval = std::chrono::seconds(std::max(1, m.interval_seconds)),
                  .timeout = std::chrono::seconds(std::max(1, m.timeout_seconds)),
-                 .access = m.access};
+                 .access = m.access,
+                 .energy_source = pool.spec.energy.source};
   if (pool.spec.engine == api::Engine::kGeneric) {
     out.generic_names.running = m.names.running;
     out.generic_names.waiting = m.names.waiting;
@@ -34,7 +35,8 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
     out.targets.push_back({.key = w.key,
                            .pod = w.pod,
                            .address = std::move(address),
-                           .max_concurrency = w.capability.max_concurrency});
+                           .max_concurrency = w.capability.max_concurrency,
+                           .profile = w.profile});
   }
   std::sort(out.targets.begin(), out.targets.end(),
             [](const ScrapeTarget& a, const ScrapeTarget& b) { return a.pod < b.pod; });

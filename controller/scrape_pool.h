@@ -29,6 +29,8 @@ struct ScrapeTarget {
   std::string pod;                   // "namespace/name"
   std::string address;               // "podIP:metrics.port" (IPv6 in brackets)
   std::int32_t max_concurrency = 0;  // the worker's, for its busyness gauge (0: unknown)
+  EnergyProfile profile;             // the worker's (the spec's for its accelerator): bounds the
+                                     // slope of its measured watts
 
   bool operator==(const ScrapeTarget&) const = default;
 };
@@ -41,6 +43,9 @@ struct ScrapePool {
   std::chrono::seconds interval{5};
   std::chrono::seconds timeout{2};
   api::MetricsAccess access = api::MetricsAccess::kDirect;
+  // spec.energy.source: which exporters' series are read from the workers' own pages (none for
+  // Static).
+  api::EnergySource energy_source = api::EnergySource::kAuto;
   std::vector<ScrapeTarget> targets;  // sorted by pod
 
   bool operator==(const ScrapePool&) const = default;
@@ -48,7 +53,7 @@ struct ScrapePool {
 
 // The pool's scrape targets: each worker at its pod IP (the host of its address) and
 // spec.metrics.port, with spec.metrics' path, interval, timeout, access and (engine generic)
-// names.
+// names, and spec.energy.source.
 ScrapePool ScrapePoolOf(const api::InferencePool& pool,
                         const std::vector<routing::Worker>& workers);
 

@@ -291,6 +291,74 @@ TEST_F(ScrapeLoopTest, TokenRatesAcrossScrapesAndACounterReset) {
   EXPECT_THAT(Exposition(), HasSubstr(Series("eoc_worker_tokens_per_second", 0) + " 30"));
 }
 
+// A vLLM page with dcgm-exporter's power series for the GPU of pod prod/`pod` (a sidecar exporter).
+std::string VllmWithPower(const testing::FakeLoad& load, const std::string& pod) {
+  return testing::RenderMetrics(testing::Engine::kVllm, load,
+                                {.pod_name = pod, .pod_namespace = "prod"}, true);
+}
+
+// A worker whose own page carries dcgm-exporter's power series for it: the loop reads its watts
+// each scrape (the energy counter's rate once it has two values, the gauge before) and, once
+// MarginalEnergy has enough loaded scrapes, hands the slope of watts over token rate to routing
+// as its marginal joules per token; the gauges say where each figure came from.
+TEST_F(ScrapeLoopTest, AWorkersOwnPageWithPowerSeriesGivesItsWattsAndMarginalJoules) {
+  const auto marginal = [&] {
+    for (const auto& observed : state_->Loads()) {
+      if (observed.worker == Key(0)) return observed.load.marginal_joules_per_token;
+    }
+    return -1.0;
+  };
+  ScrapePool pool = Pool({0});
+  pool.targets[0].profile = {.idle_watts = 100, .max_watts = 700, .max_tokens_per_second = 10000};
+  testing::FakeLoad load{.watts = 150, .energy_millijoules_total = 1000000};
+  fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower(load, "w-0")));
+  loop_.SetPool(pool);
+  ASSERT_TRUE(AwaitScrapes(1));
+  EXPECT_THAT(Exposition(), HasSubstr(R"(eoc_worker_watts{namespace="prod",pod="w-0",pool="chat",)"
+                                      R"(source="DCGM"} 150)"));
+  // The profile's marginal until there is a measured one: (700 - 100) / 10000.
+  EXPECT_THAT(Exposition(), HasSubstr(R"(eoc_worker_marginal_joules_per_token{estimate="profile",)"
+                                      R"(namespace="prod",pod="w-0",pool="chat"} 0.06)"));
+  EXPECT_EQ(marginal(), 0);
+  // Scrapes at 1000..5000 tokens/s drawing 200 W + 0.05 J per token; the gauge lags (it reads
+  // 1 W) so that only the counter's rate can give the line.
+  const int scrapes = static_cast<int>(signals::MarginalEnergy::kMinPoints) + 1;
+  for (int i = 1; i <= scrapes; ++i) {
+    const std::int64_t rate = 1000 + 500 * (i - 1);
+    load.generation_tokens_total += rate * 5;
+    load.energy_millijoules_total += (200000 + 50 * rate) * 5;
+    load.watts = 1;
+    fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower(load, "w-0")));
+    ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * i));
+    ASSERT_TRUE(AwaitScrapes(static_cast<std::uint64_t>(i) + 1));
+  }
+  EXPECT_NEAR(marginal(), 0.05, 1e-6);
+  EXPECT_THAT(Exposition(), HasSubstr(R"(eoc_worker_watts{namespace="prod",pod="w-0",pool="chat",)"
+                                      R"(source="DCGM"} 450)"));
+  EXPECT_THAT(Exposition(), HasSubstr(R"(eoc_worker_marginal_joules_per_token{estimate="measured",)"
+                                      R"(namespace="prod",pod="w-0",pool="chat"} 0.05)"));
+  EXPECT_THAT(Exposition(), Not(HasSubstr(R"(estimate="profile")")));
+  // The page now carries another pod's GPU only: the worker's watts are unknown (no gauge), and
+  // the slope's window is kept.
+  load.generation_tokens_total += 5000;
+  fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower(load, "w-9")));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (scrapes + 1)));
+  ASSERT_TRUE(AwaitScrapes(static_cast<std::uint64_t>(scrapes) + 2));
+  EXPECT_THAT(Exposition(), Not(HasSubstr("eoc_worker_watts{")));
+  EXPECT_NEAR(marginal(), 0.05, 1e-6);
+}
+
+// spec.energy.source Static: the workers' pages are not read for power, whatever they carry.
+TEST_F(ScrapeLoopTest, StaticEnergyReadsNoPowerFromThePages) {
+  ScrapePool pool = Pool({0});
+  pool.energy_source = api::EnergySource::kStatic;
+  fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower({.watts = 300}, "w-0")));
+  loop_.SetPool(pool);
+  ASSERT_TRUE(AwaitScrapes(1));
+  EXPECT_EQ(Summary().ok, 1U);
+  EXPECT_THAT(Exposition(), Not(HasSubstr("eoc_worker_watts{")));
+}
+
 TEST_F(ScrapeLoopTest, AWorkerOrPoolThatLeavesTakesItsStateAndSeries) {
   fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({.running = 1})));
   fetcher_.Set(Address(1), FakeFetcher::Page(Vllm({.running = 2})));

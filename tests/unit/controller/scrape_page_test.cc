@@ -20,12 +20,14 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
                        .interval_seconds = 7,
                        .timeout_seconds = 3,
                        .access = api::MetricsAccess::kApiServerProxy};
+  pool.spec.energy.source = api::EnergySource::kDcgm;
   const std::vector<routing::Worker> workers = {
       {.key = routing::WorkerKeyOf("prod/b"), .pod = "prod/b", .address = "[fd00::7]:8000"},
       {.key = routing::WorkerKeyOf("prod/a"),
        .pod = "prod/a",
        .address = "10.1.2.3:8000",
-       .capability = {.max_concurrency = 64}}};
+       .capability = {.max_concurrency = 64},
+       .profile = {.idle_watts = 60, .max_watts = 700, .max_tokens_per_second = 9000}}};
   const ScrapePool got = ScrapePoolOf(pool, workers);
   EXPECT_EQ(got.key, "prod/chat");
   EXPECT_EQ(got.engine, api::Engine::kSglang);
@@ -33,11 +35,13 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
   EXPECT_EQ(got.interval, std::chrono::seconds(7));
   EXPECT_EQ(got.timeout, std::chrono::seconds(3));
   EXPECT_EQ(got.access, api::MetricsAccess::kApiServerProxy);
+  EXPECT_EQ(got.energy_source, api::EnergySource::kDcgm);
   ASSERT_EQ(got.targets.size(), 2U);
   EXPECT_EQ(got.targets[0].pod, "prod/a");
   EXPECT_EQ(got.targets[0].address, "10.1.2.3:9090");
   EXPECT_EQ(got.targets[0].key, routing::WorkerKeyOf("prod/a"));
   EXPECT_EQ(got.targets[0].max_concurrency, 64);
+  EXPECT_EQ(got.targets[0].profile.max_watts, 700);
   EXPECT_EQ(got.targets[1].address, "[fd00::7]:9090");
   EXPECT_EQ(got, ScrapePoolOf(pool, workers));
   pool.spec.metrics.interval_seconds = 8;
@@ -109,6 +113,33 @@ TEST(ScrapePageTest, EachFailureHasItsKind) {
     EXPECT_EQ(ResultName(ResultOf(entry.value)), entry.name);
   }
   EXPECT_EQ(ResultName(ScrapeResult::kMissingSeries), "missing-series");
+}
+
+// spec.energy.source decides which exporters' series a worker's own page is read for: Auto tries
+// DCGM then Kepler, DCGM and Kepler only theirs, Static none; only the worker's own pod counts.
+TEST(ScrapePageTest, TheEnergySourceChoosesTheSeriesReadForTheWorker) {
+  const std::string page =
+      testing::RenderMetrics(testing::Engine::kVllm, {.running = 2}, {}, false) +
+      "# TYPE kepler_pod_cpu_watts gauge\n"
+      "kepler_pod_cpu_watts{pod_name=\"w-0\",pod_namespace=\"prod\",state=\"running\","
+      "zone=\"package\"} 30\n"
+      "kepler_pod_cpu_watts{pod_name=\"w-1\",pod_namespace=\"prod\",state=\"running\","
+      "zone=\"package\"} 70\n";
+  const FetchResult fetched{.error = std::nullopt, .body = page};
+  const auto read = [&](api::EnergySource source, const char* pod) {
+    return ReadScrape(fetched, PageMapsOf(signals::EngineMap::Vllm(), source), pod);
+  };
+  const ScrapeReading with_auto = read(api::EnergySource::kAuto, "prod/w-0");
+  ASSERT_EQ(with_auto.result, ScrapeResult::kOk);
+  EXPECT_EQ(with_auto.figures.running, 2);
+  ASSERT_TRUE(with_auto.energy);
+  EXPECT_EQ(with_auto.energy->watts, 30);
+  EXPECT_EQ(with_auto.energy->source, signals::EnergySource::kKepler);
+  EXPECT_EQ(read(api::EnergySource::kKepler, "prod/w-1").energy->watts, 70);
+  EXPECT_FALSE(read(api::EnergySource::kDcgm, "prod/w-0").energy);
+  EXPECT_FALSE(read(api::EnergySource::kStatic, "prod/w-0").energy);
+  EXPECT_FALSE(read(api::EnergySource::kAuto, "staging/w-0").energy);
+  EXPECT_FALSE(ReadScrape(fetched, signals::EngineMap::Vllm()).energy);
 }
 
 }  // namespace
