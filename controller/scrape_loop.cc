@@ -232,6 +232,7 @@ void ScrapeLoop::Finish(Arrival arrival) {
       w.energy.Miss();
     }
     load.marginal_joules_per_token = w.energy.marginal().joules_per_token();
+    load.grid_g_per_kwh = w.target.grid_g_per_kwh;
   } else {
     w.energy.Miss();
   }
@@ -273,7 +274,8 @@ void ScrapeLoop::Finish(Arrival arrival) {
            .watts = w.energy.watts(),
            .watts_source = w.energy.source(),
            .marginal_joules_per_token = routing::MarginalJoulesPerToken(load, w.target.profile),
-           .marginal_measured = load.marginal_joules_per_token > 0});
+           .marginal_measured = load.marginal_joules_per_token > 0,
+           .grams_per_token = routing::MarginalGramsPerToken(load, w.target.profile)});
     } else {
       options_.metrics->RemoveWorker(arrival.pool, w.target.pod);
     }

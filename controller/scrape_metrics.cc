@@ -45,6 +45,9 @@ ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
                       "The joules one more token costs on a worker, as routing weighs it "
                       "(estimate: measured, the slope of its watts over its token rate; profile, "
                       "the spec's energy profile).")),
+      grams_(Gauge(registry, "eoc_worker_marginal_grams_co2e_per_token",
+                   "The grams CO2e one more token costs on a worker: its marginal joules per "
+                   "token times its zone's grid intensity (estimate: as the joules').")),
       scrapes_(prometheus::BuildCounter()
                    .Name("eoc_scrapes_total")
                    .Help("Scrapes of workers' metrics pages, by result (ok, deadline, "
@@ -100,6 +103,9 @@ void ScrapeMetrics::SetWorker(const std::string& pool, const std::string& pod,
               gauges.marginal_joules_per_token > 0 ? std::optional(gauges.marginal_joules_per_token)
                                                    : std::nullopt,
               w.marginal, w.marginal_estimate);
+  SetLabelled(grams_, w, "estimate", gauges.marginal_measured ? "measured" : "profile",
+              gauges.grams_per_token > 0 ? std::optional(gauges.grams_per_token) : std::nullopt,
+              w.grams, w.grams_estimate);
   it->second.busyness->Set(gauges.busyness);
   it->second.running->Set(gauges.running);
   it->second.waiting->Set(gauges.waiting);
@@ -133,6 +139,7 @@ void ScrapeMetrics::RemoveGauges(const Worker& w) {
   tokens_per_second_.Remove(w.tokens_per_second);
   if (w.watts != nullptr) watts_.Remove(w.watts);
   if (w.marginal != nullptr) marginal_.Remove(w.marginal);
+  if (w.grams != nullptr) grams_.Remove(w.grams);
 }
 
 void ScrapeMetrics::RemoveWorker(const std::string& pool, const std::string& pod) {

@@ -3,7 +3,8 @@
 // pool the scrapes by result and their duration (removed with the pool). A worker's energy
 // gauges are there only while known: its watts labelled with their source (the exporter's
 // series), its marginal joules per token labelled with how it was had (measured: the slope of
-// its watts; profile: the spec's profile).
+// its watts; profile: the spec's profile), and its grams CO2e per token (the same, times its
+// zone's grid intensity).
 //
 //   ScrapeMetrics m(metrics.registry());
 //   m.Scraped("prod/chat", ScrapeResult::kOk, 0.012);
@@ -36,6 +37,7 @@ struct WorkerGauges {
   std::optional<signals::EnergySource> watts_source;
   double marginal_joules_per_token = 0;  // 0: unknown, no gauge
   bool marginal_measured = false;        // else the profile's
+  double grams_per_token = 0;            // the marginal x the zone's intensity; 0: unknown
 };
 
 class ScrapeMetrics {
@@ -61,6 +63,8 @@ class ScrapeMetrics {
     std::string watts_source;
     prometheus::Gauge* marginal = nullptr;
     std::string marginal_estimate;
+    prometheus::Gauge* grams = nullptr;
+    std::string grams_estimate;
   };
   struct Pool {
     std::map<ScrapeResult, prometheus::Counter*> scrapes;
@@ -81,6 +85,7 @@ class ScrapeMetrics {
   prometheus::Family<prometheus::Gauge>& tokens_per_second_;
   prometheus::Family<prometheus::Gauge>& watts_;
   prometheus::Family<prometheus::Gauge>& marginal_;
+  prometheus::Family<prometheus::Gauge>& grams_;
   prometheus::Family<prometheus::Counter>& scrapes_;
   prometheus::Family<prometheus::Histogram>& duration_;
   std::mutex mu_;

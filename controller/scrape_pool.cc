@@ -32,11 +32,14 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
     std::string address =
         host->bracketed ? "[" + std::string(host->host) + "]" : std::string(host->host);
     address.append(":").append(port);
+    const auto& intensities = pool.spec.carbon.static_intensity;
+    const auto zone = intensities.find(w.capability.zone);
     out.targets.push_back({.key = w.key,
                            .pod = w.pod,
                            .address = std::move(address),
                            .max_concurrency = w.capability.max_concurrency,
-                           .profile = w.profile});
+                           .profile = w.profile,
+                           .grid_g_per_kwh = zone != intensities.end() ? zone->second : 0});
   }
   std::sort(out.targets.begin(), out.targets.end(),
             [](const ScrapeTarget& a, const ScrapeTarget& b) { return a.pod < b.pod; });

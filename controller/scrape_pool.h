@@ -31,6 +31,9 @@ struct ScrapeTarget {
   std::int32_t max_concurrency = 0;  // the worker's, for its busyness gauge (0: unknown)
   EnergyProfile profile;             // the worker's (the spec's for its accelerator): bounds the
                                      // slope of its measured watts
+  // Its zone's grid intensity, gCO2e/kWh (spec.carbon.static by the worker's zone; 0: unknown),
+  // for its grams-per-token gauge.
+  double grid_g_per_kwh = 0;
 
   bool operator==(const ScrapeTarget&) const = default;
 };
@@ -53,7 +56,7 @@ struct ScrapePool {
 
 // The pool's scrape targets: each worker at its pod IP (the host of its address) and
 // spec.metrics.port, with spec.metrics' path, interval, timeout, access and (engine generic)
-// names, and spec.energy.source.
+// names, spec.energy.source, and each worker's zone's intensity in spec.carbon.static.
 ScrapePool ScrapePoolOf(const api::InferencePool& pool,
                         const std::vector<routing::Worker>& workers);
 

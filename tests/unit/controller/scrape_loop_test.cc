@@ -310,6 +310,7 @@ TEST_F(ScrapeLoopTest, AWorkersOwnPageWithPowerSeriesGivesItsWattsAndMarginalJou
   };
   ScrapePool pool = Pool({0});
   pool.targets[0].profile = {.idle_watts = 100, .max_watts = 700, .max_tokens_per_second = 10000};
+  pool.targets[0].grid_g_per_kwh = 360;  // 1e-4 g per joule
   testing::FakeLoad load{.watts = 150, .energy_millijoules_total = 1000000};
   fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower(load, "w-0")));
   loop_.SetPool(pool);
@@ -319,6 +320,14 @@ TEST_F(ScrapeLoopTest, AWorkersOwnPageWithPowerSeriesGivesItsWattsAndMarginalJou
   // The profile's marginal until there is a measured one: (700 - 100) / 10000.
   EXPECT_THAT(Exposition(), HasSubstr(R"(eoc_worker_marginal_joules_per_token{estimate="profile",)"
                                       R"(namespace="prod",pod="w-0",pool="chat"} 0.06)"));
+  const auto grams = [&](const char* estimate) {  // the gauge's value; -1 when absent
+    const std::string series = std::string("eoc_worker_marginal_grams_co2e_per_token{estimate=\"") +
+                               estimate + R"(",namespace="prod",pod="w-0",pool="chat"} )";
+    const std::string text = Exposition();
+    const auto at = text.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size()));
+  };
+  EXPECT_NEAR(grams("profile"), 0.06 * 1e-4, 1e-12);
   EXPECT_EQ(marginal(), 0);
   // Scrapes at 1000..5000 tokens/s drawing 200 W + 0.05 J per token; the gauge lags (it reads
   // 1 W) so that only the counter's rate can give the line.
@@ -337,6 +346,7 @@ TEST_F(ScrapeLoopTest, AWorkersOwnPageWithPowerSeriesGivesItsWattsAndMarginalJou
                                       R"(source="DCGM"} 450)"));
   EXPECT_THAT(Exposition(), HasSubstr(R"(eoc_worker_marginal_joules_per_token{estimate="measured",)"
                                       R"(namespace="prod",pod="w-0",pool="chat"} 0.05)"));
+  EXPECT_NEAR(grams("measured"), 0.05 * 1e-4, 1e-12);
   EXPECT_THAT(Exposition(), Not(HasSubstr(R"(estimate="profile")")));
   // The page now carries another pod's GPU only: the worker's watts are unknown (no gauge), and
   // the slope's window is kept.

@@ -21,12 +21,13 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
                        .timeout_seconds = 3,
                        .access = api::MetricsAccess::kApiServerProxy};
   pool.spec.energy.source = api::EnergySource::kDcgm;
+  pool.spec.carbon.static_intensity = {{"eu-north", 30}};
   const std::vector<routing::Worker> workers = {
       {.key = routing::WorkerKeyOf("prod/b"), .pod = "prod/b", .address = "[fd00::7]:8000"},
       {.key = routing::WorkerKeyOf("prod/a"),
        .pod = "prod/a",
        .address = "10.1.2.3:8000",
-       .capability = {.max_concurrency = 64},
+       .capability = {.max_concurrency = 64, .zone = "eu-north"},
        .profile = {.idle_watts = 60, .max_watts = 700, .max_tokens_per_second = 9000}}};
   const ScrapePool got = ScrapePoolOf(pool, workers);
   EXPECT_EQ(got.key, "prod/chat");
@@ -42,6 +43,8 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
   EXPECT_EQ(got.targets[0].key, routing::WorkerKeyOf("prod/a"));
   EXPECT_EQ(got.targets[0].max_concurrency, 64);
   EXPECT_EQ(got.targets[0].profile.max_watts, 700);
+  EXPECT_EQ(got.targets[0].grid_g_per_kwh, 30);
+  EXPECT_EQ(got.targets[1].grid_g_per_kwh, 0);  // no zone
   EXPECT_EQ(got.targets[1].address, "[fd00::7]:9090");
   EXPECT_EQ(got, ScrapePoolOf(pool, workers));
   pool.spec.metrics.interval_seconds = 8;
