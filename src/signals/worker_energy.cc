@@ -12,9 +12,10 @@ void WorkerEnergy::Observe(TimePoint at, const PodEnergy& reading,
   } else {
     joules_.Reset();  // the counter went from the page: its next value starts afresh
   }
-  if (!watts && reading.watts && std::isfinite(*reading.watts) && *reading.watts >= 0) {
-    watts = reading.watts;
-  }
+  const bool gauge = reading.watts && std::isfinite(*reading.watts) && *reading.watts >= 0;
+  // A counter that did not move while the gauge shows a draw is stuck (a field the device does
+  // not update): the gauge is right.
+  if (gauge && (!watts || (*watts == 0 && *reading.watts > 0))) watts = reading.watts;
   watts_ = watts;
   source_ = reading.source;
   if (watts && tokens_per_second) marginal_.Add(at, *watts, *tokens_per_second);

@@ -148,5 +148,39 @@ TEST_F(ScrapeLoopIntegrationTest, FaultyEndpointsFailByKindAndTheHealthyOneIsScr
               HasSubstr("eoc_scrape_duration_seconds_count{namespace=\"" + ns_ + "\",pool=\"f\"}"));
 }
 
+// A worker whose own page carries DCGM's power series for its pod (fake.eoc.dev/dcgm, the watts
+// its annotation sets): the controller reads them into its watts gauge and follows a change of the
+// annotation; a worker without the series has no watts gauge. The fake's own page keeps its
+// energy counter where the load set it (it stands still), so this is also the stuck counter that
+// must not hide the draw the gauge shows.
+TEST_F(ScrapeLoopIntegrationTest, AWorkersPowerSeriesOnItsOwnPageShowInItsWattsGauge) {
+  ASSERT_TRUE(client_->Create(
+      resources::kPods, ns_,
+      WorkerPod("gpu", "e",
+                {{testing::kDcgmAnnotation, "true"}, {testing::kWattsAnnotation, "320"}})));
+  ASSERT_TRUE(client_->Create(resources::kPods, ns_, WorkerPod("plain", "e", {})));
+  ASSERT_TRUE(client_->Create(testing::kPools, ns_, Pool("e", 1, 1)));
+  ASSERT_TRUE(Eventually([&] { return RunningPods("e").size() == 2; }, kPatience));
+  const std::string watts =
+      "eoc_worker_watts{namespace=\"" + ns_ + "\",pod=\"gpu\",pool=\"e\",source=\"DCGM\"}";
+  const auto shows = [&](double want) { return Sample(Metrics(), watts) == want; };
+  // Two scrapes at least: the first has no counter rate, the gauge is read either way.
+  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), Scrapes("e", "ok")) >= 4 && shows(320); },
+                         kPatience))
+      << Metrics() << controller_->Output();
+  std::string text = Metrics();
+  EXPECT_THAT(text, Not(HasSubstr("eoc_worker_watts{namespace=\"" + ns_ + "\",pod=\"plain\"")));
+  EXPECT_EQ(Sample(text, Series("eoc_worker_running_requests", "e", "plain")), 0) << text;
+
+  ASSERT_TRUE(
+      client_->Patch(resources::kPods, ns_, "gpu", kube::PatchType::kMerge,
+                     {{"metadata", {{"annotations", {{testing::kWattsAnnotation, "610"}}}}}}));
+  EXPECT_TRUE(Eventually([&] { return shows(610); }, kPatience)) << Metrics();
+  text = Metrics();
+  const auto [lint_status, lint_output] =
+      testing::PromtoolCheckMetrics(testing::FindPromtool(), text);
+  EXPECT_EQ(lint_status, 0) << lint_output << "\non:\n" << text;
+}
+
 }  // namespace
 }  // namespace eoc::controller

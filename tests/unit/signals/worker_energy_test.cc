@@ -42,6 +42,19 @@ TEST(WorkerEnergyTest, TakesTheCountersRateOverTheGaugeOnceItHasOne) {
   EXPECT_EQ(energy.source(), EnergySource::kKeplerLegacy);
 }
 
+// A counter that stands still while the gauge reads a draw is stuck: the gauge is taken. Without
+// a gauge (Kepler 0.7) a still counter is a real 0 W.
+TEST(WorkerEnergyTest, AStuckCounterGivesWayToTheGauge) {
+  WorkerEnergy energy;
+  energy.Observe(kStart, Counter(5000, 320), 3000);
+  energy.Observe(kStart + kInterval, Counter(5000, 330), 3000);
+  EXPECT_EQ(energy.watts(), 330);
+  WorkerEnergy no_gauge;
+  no_gauge.Observe(kStart, Counter(5000), 0);
+  no_gauge.Observe(kStart + kInterval, Counter(5000), 0);
+  EXPECT_EQ(no_gauge.watts(), 0);
+}
+
 TEST(WorkerEnergyTest, ACounterResetGivesTheIncreaseSinceTheReset) {
   WorkerEnergy energy;
   energy.Observe(kStart, Counter(1e9), 3000);
