@@ -106,11 +106,11 @@ void ScrapeMetrics::SetWorker(const std::string& pool, const std::string& pod,
   SetLabelled(grams_, w, "estimate", gauges.marginal_measured ? "measured" : "profile",
               gauges.grams_per_token > 0 ? std::optional(gauges.grams_per_token) : std::nullopt,
               w.grams, w.grams_estimate);
-  it->second.busyness->Set(gauges.busyness);
-  it->second.running->Set(gauges.running);
-  it->second.waiting->Set(gauges.waiting);
-  it->second.kv_cache_usage->Set(gauges.kv_cache_usage);
-  it->second.tokens_per_second->Set(gauges.tokens_per_second);
+  w.busyness->Set(gauges.busyness);
+  w.running->Set(gauges.running);
+  w.waiting->Set(gauges.waiting);
+  w.kv_cache_usage->Set(gauges.kv_cache_usage);
+  w.tokens_per_second->Set(gauges.tokens_per_second);
 }
 
 void ScrapeMetrics::SetLabelled(prometheus::Family<prometheus::Gauge>& family, const Worker& w,

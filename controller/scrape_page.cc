@@ -48,8 +48,9 @@ std::optional<signals::PodEnergy> EnergyOf(const signals::Page& page,
   for (const signals::EnergyMap& map : maps) {
     signals::EnergyReading reading = map.Read(page);
     for (signals::PodEnergy& e : reading.pods) {
-      if (e.pod_namespace == ns && e.pod == name && (e.watts || e.joules_total))
+      if (e.pod_namespace == ns && e.pod == name && (e.watts || e.joules_total)) {
         return std::move(e);
+      }
     }
   }
   return std::nullopt;

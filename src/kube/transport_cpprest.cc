@@ -14,6 +14,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <mutex>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -47,6 +48,20 @@ std::size_t ReadSome(Concurrency::streams::streambuf<uint8_t>& buf, std::vector<
   const std::size_t want = std::clamp<std::size_t>(buf.in_avail(), 1, chunk.size());
   return buf.getn(chunk.data(), want).get();
 }
+
+// Whether writing the request failed, so the server never had the whole of it. cpprestsdk sends a
+// request again by itself when a pooled connection turns out closed as the answer is read, but not
+// when the write fails: a connection the server closed while it sat in the pool (an API server
+// that restarted) can fail between the headers and the body ("Failed to write request body").
+// Such a request is safe to send again whatever its method. The pool that held the stale connection
+// likely holds more (every connection of an API server that restarted), so the request goes again
+// on a new client, whose first connection is new.
+bool NotSent(const std::exception& e) {
+  const auto* he = dynamic_cast<const http::http_exception*>(&e);
+  return he != nullptr && std::string_view(he->what()).starts_with("Failed to write request");
+}
+// At most this many sends again of one request.
+constexpr int kMaxResends = 2;
 
 TransportError ToTransportError(const std::exception& e, const std::string& what) {
   if (const auto* he = dynamic_cast<const http::http_exception*>(&e)) {
@@ -233,8 +248,10 @@ class CpprestTransport final : public Transport {
 
   HttpResponse Send(const HttpRequest& request) override {
     const std::string what = Describe(request, config_.server);
-    const Deadline deadline(request.deadline);  // over both attempts
-    for (int attempt = 0;; ++attempt) {
+    const Deadline deadline(request.deadline);  // over every attempt
+    bool refreshed = false;
+    int resends = 0;
+    for (;;) {
       const Credentials creds = CurrentCredentials(what);
       auto client = SharedClient(creds);
       HttpResponse out;
@@ -248,9 +265,17 @@ class CpprestTransport final : public Transport {
         throw;
       } catch (const std::exception& e) {
         if (deadline.passed()) throw deadline.Error(what);
+        if (NotSent(e) && resends < kMaxResends) {
+          ++resends;
+          DropClient(client);  // its pool may hold more connections as stale as this one
+          continue;
+        }
         throw ToTransportError(e, what);
       }
-      if (out.status == 401 && attempt == 0 && Refreshed(creds)) continue;
+      if (out.status == 401 && !refreshed && Refreshed(creds)) {
+        refreshed = true;
+        continue;
+      }
       return out;
     }
   }
@@ -313,6 +338,13 @@ class CpprestTransport final : public Transport {
       shared_key_ = creds.client_key_pem;
     }
     return shared_;
+  }
+
+  // The shared client goes (if it is still `client`): the next request makes a new one. Requests
+  // in flight on it keep it until they end.
+  void DropClient(const std::shared_ptr<http_client>& client) {
+    const std::lock_guard lock(mu_);
+    if (shared_ == client) shared_.reset();
   }
 
   std::unique_ptr<http_client> MakeClient(const Credentials& creds,

@@ -162,7 +162,7 @@ TEST_F(ScrapeLoopIntegrationTest, AWorkersPowerSeriesOnItsOwnPageShowInItsWattsG
   ASSERT_TRUE(client_->Create(testing::kPools, ns_, Pool("e", 1, 1)));
   ASSERT_TRUE(Eventually([&] { return RunningPods("e").size() == 2; }, kPatience));
   const std::string watts =
-      "eoc_worker_watts{namespace=\"" + ns_ + "\",pod=\"gpu\",pool=\"e\",source=\"DCGM\"}";
+      "eoc_worker_watts{namespace=\"" + ns_ + R"(",pod="gpu",pool="e",source="DCGM"})";
   const auto shows = [&](double want) { return Sample(Metrics(), watts) == want; };
   // Two scrapes at least: the first has no counter rate, the gauge is read either way.
   ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), Scrapes("e", "ok")) >= 4 && shows(320); },
