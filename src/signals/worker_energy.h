@@ -1,9 +1,9 @@
 // One worker's energy, scrape by scrape: its watts from each reading of an energy exporter (the
 // rate of the joules counter over the interval when the reading has one, the better figure as it
 // averages the whole interval and survives resets; else, or when the counter stood still while the
-// gauge shows a draw, the watts gauge), and its marginal joules
-// per token (MarginalEnergy over those watts and the worker's token rate of the same interval).
-// Time is passed in, never read. Pure.
+// gauge shows a draw, the watts gauge), and its marginal joules per token (MarginalEnergy over
+// those watts and the worker's token rate of the same interval). Time is passed in, never read.
+// Pure.
 //
 //   WorkerEnergy energy(worker.profile);
 //   energy.Observe(now, pod_energy, load.tokens_per_second);  // each scrape with a reading
