@@ -135,13 +135,14 @@ void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
   workers.reserve(pool->targets.size());
   for (const ScrapeTarget& target : pool->targets) {
     auto old = entry.workers.find(target.key);
+    const bool known = old != entry.workers.end();
     WorkerState state;
-    if (old != entry.workers.end()) {
+    if (known) {
       state = std::move(old->second);
       entry.workers.erase(old);
     }
     // A new worker, or a new profile (the slope's bounds): its energy starts afresh.
-    if (old == entry.workers.end() || state.target.profile != target.profile) {
+    if (!known || state.target.profile != target.profile) {
       state.energy = signals::WorkerEnergy(target.profile);
     }
     state.target = target;
