@@ -24,10 +24,7 @@ std::vector<routing::WorkerLoad> WorkerLoadsOf(
       load.load = it->second->load;
       load.picks_since_scrape = it->second->picks_since_scrape;
     }
-    if (const auto zone = grid_g_per_kwh.find(w.capability.zone);
-        !w.capability.zone.empty() && zone != grid_g_per_kwh.end()) {
-      load.load.grid_g_per_kwh = zone->second;
-    }
+    load.load.grid_g_per_kwh = GridIntensityOf(w.capability, grid_g_per_kwh);
     out.push_back(load);
   }
   return out;

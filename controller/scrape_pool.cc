@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/url.h"
+#include "controller/workers.h"
 
 namespace eoc::controller {
 
@@ -32,14 +33,13 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
     std::string address =
         host->bracketed ? "[" + std::string(host->host) + "]" : std::string(host->host);
     address.append(":").append(port);
-    const auto& intensities = pool.spec.carbon.static_intensity;
-    const auto zone = intensities.find(w.capability.zone);
-    out.targets.push_back({.key = w.key,
-                           .pod = w.pod,
-                           .address = std::move(address),
-                           .max_concurrency = w.capability.max_concurrency,
-                           .profile = w.profile,
-                           .grid_g_per_kwh = zone != intensities.end() ? zone->second : 0});
+    out.targets.push_back(
+        {.key = w.key,
+         .pod = w.pod,
+         .address = std::move(address),
+         .max_concurrency = w.capability.max_concurrency,
+         .profile = w.profile,
+         .grid_g_per_kwh = GridIntensityOf(w.capability, pool.spec.carbon.static_intensity)});
   }
   std::sort(out.targets.begin(), out.targets.end(),
             [](const ScrapeTarget& a, const ScrapeTarget& b) { return a.pod < b.pod; });

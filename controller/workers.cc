@@ -56,6 +56,13 @@ const api::AcceleratorProfile* FindProfile(const routing::Capability& capability
   return by_class;
 }
 
+double GridIntensityOf(const routing::Capability& capability,
+                       const std::map<std::string, double>& intensities) {
+  if (capability.zone.empty()) return 0;
+  const auto zone = intensities.find(capability.zone);
+  return zone != intensities.end() ? zone->second : 0;
+}
+
 bool IsServing(const kube::PodView& pod) {
   return pod.ready && !pod.terminating() && !pod.pod_ip.empty() &&
          pod.phase == kube::PodPhase::kRunning;

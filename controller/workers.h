@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -73,6 +74,11 @@ DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* n
 // the energy strategies weigh it by busyness alone: pool_weights.h).
 const api::AcceleratorProfile* FindProfile(const routing::Capability& capability,
                                            const api::EnergySpec& energy);
+
+// The grid intensity (gCO2e/kWh) of the worker's zone in `intensities` (zone -> gCO2e/kWh, as
+// spec.carbon.static); 0, unknown, when its zone is unknown or not listed.
+double GridIntensityOf(const routing::Capability& capability,
+                       const std::map<std::string, double>& intensities);
 
 using NodeLookup = std::function<std::shared_ptr<const kube::NodeView>(const std::string& name)>;
 
