@@ -80,6 +80,8 @@ std::vector<DefaultRow> MakeTable() {
       {"energy.source", Text(EnumToString(kEnergySource, internal::kEnergySourceNames)), true,
        NamesInProse(internal::kEnergySourceNames)},
       {"carbon.zoneLabel", Text(kCarbonZoneLabel), true, "the worker's node label naming its zone"},
+      {"carbon.maxStaleSeconds", Text(kCarbonMaxStaleSeconds), true,
+       "how long a failing source's last value is used"},
   };
 }
 
@@ -138,6 +140,7 @@ InferencePoolSpec DefaultSpec() {
   };
   spec.energy.source = kEnergySource;
   spec.carbon.zone_label = std::string(kCarbonZoneLabel);
+  spec.carbon.max_stale_seconds = kCarbonMaxStaleSeconds;
   return spec;
 }
 

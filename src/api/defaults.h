@@ -54,6 +54,10 @@ inline constexpr std::int32_t kPublishIntervalSeconds = 10;
 inline constexpr std::int32_t kPublishThreshold = 50;
 inline constexpr EnergySource kEnergySource = EnergySource::kAuto;
 inline constexpr std::string_view kCarbonZoneLabel = "topology.kubernetes.io/region";
+// An hour: the SDK's data is hourly or 5-minutely and a grid's intensity moves by tens of percent
+// over hours, so an hour-old value is still a fair guess (signals::kDefaultCarbonHold, which
+// controller/carbon/ checks against this).
+inline constexpr std::int32_t kCarbonMaxStaleSeconds = 3600;
 }  // namespace defaults
 
 // One default, as documentation and as data.

@@ -165,6 +165,10 @@ struct CarbonSpec {
   std::map<std::string, double> static_intensity;  // `static`: zone -> gCO2e/kWh
   std::optional<ConfigMapKeyRef> config_map_ref;
   std::optional<CarbonAwareSdkSpec> carbon_aware_sdk;
+  // How long a zone's last good intensity from configMapRef or carbonAwareSdk is still used once
+  // the source stops giving one (deleted, unreachable, an invalid value); then the zone is
+  // unknown, as if it had no value, and the CarbonIntensityAvailable condition says why.
+  std::int32_t max_stale_seconds = 0;
 
   bool has_source() const {
     return !static_intensity.empty() || config_map_ref.has_value() || carbon_aware_sdk.has_value();
@@ -186,7 +190,7 @@ struct InferencePoolSpec {
 
 // One condition of status.conditions.
 struct Condition {
-  std::string type;    // "Ready", "MetricsAvailable", "ScalingActive", "SpecValid"
+  std::string type;    // "Ready", "MetricsAvailable", "ScalingActive", "SpecValid", ...
   std::string status;  // "True", "False", "Unknown"
   std::string reason;
   std::string message;
@@ -199,6 +203,8 @@ struct Condition {
 inline constexpr std::string_view kConditionReady = "Ready";
 inline constexpr std::string_view kConditionMetricsAvailable = "MetricsAvailable";
 inline constexpr std::string_view kConditionScalingActive = "ScalingActive";
+// Only for a pool with a carbon source (spec.carbon): whether every worker's zone has an intensity.
+inline constexpr std::string_view kConditionCarbonIntensityAvailable = "CarbonIntensityAvailable";
 inline constexpr std::string_view kConditionSpecValid = "SpecValid";
 
 // One worker of the published routing table.

@@ -171,6 +171,7 @@ void ParseCarbon(const ObjectReader& c, CarbonSpec& out, std::vector<FieldError>
                     out.config_map_ref, errors);
   ParseCarbonSource(c, "carbonAwareSdk", "url", rules::kUrl, &CarbonAwareSdkSpec::url,
                     out.carbon_aware_sdk, errors);
+  c.Int("maxStaleSeconds", out.max_stale_seconds, rules::kMaxStaleSeconds);
 }
 
 }  // namespace

@@ -95,6 +95,7 @@ inline constexpr StringRule kZone{
         "must be a zone as a node label value: [A-Za-z0-9._-], starting and ending with "
         "a letter or digit"};
 inline constexpr NumberRange kCarbonIntensity{.min = 0, .max = 100000};  // gCO2e/kWh
+inline constexpr IntRange kMaxStaleSeconds{.min = 0, .max = 604'800};    // a week
 inline constexpr StringRule kUrl{
     .max_length = 2048, .valid = IsHttpUrl, .expected = "must be an http:// or https:// URL"};
 

@@ -221,6 +221,7 @@ void CheckCarbon(const InferencePoolSpec& spec, const Checker& check) {
   if (c.carbon_aware_sdk) {
     check.String("spec.carbon.carbonAwareSdk.url", c.carbon_aware_sdk->url, rules::kUrl);
   }
+  check.Int("spec.carbon.maxStaleSeconds", c.max_stale_seconds, rules::kMaxStaleSeconds);
 }
 
 }  // namespace

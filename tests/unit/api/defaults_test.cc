@@ -57,7 +57,8 @@ json Dump(const InferencePoolSpec& s) {
       {"carbon",
        {s.carbon.zone_label, s.carbon.static_intensity,
         s.carbon.config_map_ref ? s.carbon.config_map_ref->name : "-",
-        s.carbon.carbon_aware_sdk ? s.carbon.carbon_aware_sdk->url : "-"}},
+        s.carbon.carbon_aware_sdk ? s.carbon.carbon_aware_sdk->url : "-",
+        s.carbon.max_stale_seconds}},
   };
   if (s.scale_target_ref) {
     out["scaleTargetRef"] = {s.scale_target_ref->api_version, s.scale_target_ref->kind,
@@ -115,6 +116,7 @@ TEST(Defaults, AMinimalSpecGetsEveryDefault) {
   EXPECT_EQ(s.energy.source, EnergySource::kAuto);
   EXPECT_TRUE(s.energy.profiles.empty());
   EXPECT_EQ(s.carbon.zone_label, "topology.kubernetes.io/region");
+  EXPECT_EQ(s.carbon.max_stale_seconds, 3600);
   EXPECT_FALSE(s.carbon.has_source());
   EXPECT_EQ(Dump(s), [] {
     InferencePoolSpec d = DefaultSpec();
@@ -139,7 +141,7 @@ TEST(Defaults, SettingAConstantToItsDefaultChangesNothing) {
     object[json::json_pointer(pointer)] = testing::YamlToJson(YAML::Load(row.value));
     EXPECT_EQ(Dump(ParseSpecOk(object)), defaulted) << row.field << " = " << row.value;
   }
-  EXPECT_EQ(constants, 31);
+  EXPECT_EQ(constants, 32);
 }
 
 TEST(Defaults, MetricsPortFollowsTargetPortUnlessGiven) {

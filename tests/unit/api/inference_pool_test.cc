@@ -228,6 +228,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.energy.profiles[1].accelerator", "duplicate accelerator \"A\""},
         BadSpec{R"({"carbon": {"zoneLabel": "bad label!"}})", "spec.carbon.zoneLabel",
                 "must be a label key"},
+        BadSpec{R"({"carbon": {"maxStaleSeconds": 604801}})", "spec.carbon.maxStaleSeconds",
+                "must be at most 604800, got 604801"},
+        BadSpec{R"({"carbon": {"maxStaleSeconds": "1h"}})", "spec.carbon.maxStaleSeconds",
+                "must be an integer"},
         BadSpec{R"({"carbon": {"static": {"eu-west-1": -5}}})", "spec.carbon.static[eu-west-1]",
                 "must be at least 0, got -5"},
         BadSpec{R"({"carbon": {"static": {"eu-west-1": "low"}}})", "spec.carbon.static[eu-west-1]",
@@ -407,7 +411,8 @@ TEST(ParseInferencePool, AFullSpec) {
       {"accelerator": "NVIDIA-H100-80GB-HBM3", "idleWatts": 70, "maxWatts": 700,
        "maxTokensPerSecond": 4000}]},
     "carbon": {"zoneLabel": "topology.kubernetes.io/zone",
-               "carbonAwareSdk": {"url": "http://carbon-aware-sdk.carbon:8080"}}})"));
+               "carbonAwareSdk": {"url": "http://carbon-aware-sdk.carbon:8080"},
+               "maxStaleSeconds": 900}})"));
   ASSERT_TRUE(pool.errors.empty()) << pool.errors.front().ToString();
   const InferencePoolSpec& s = pool.spec;
   EXPECT_THAT(s.models, ElementsAre("llama-3-8b", "llama-3-70b"));
@@ -459,6 +464,7 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_EQ(s.carbon.zone_label, "topology.kubernetes.io/zone");
   ASSERT_TRUE(s.carbon.carbon_aware_sdk);
   EXPECT_EQ(s.carbon.carbon_aware_sdk->url, "http://carbon-aware-sdk.carbon:8080");
+  EXPECT_EQ(s.carbon.max_stale_seconds, 900);
   EXPECT_TRUE(s.carbon.has_source());
 }
 

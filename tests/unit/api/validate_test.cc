@@ -166,6 +166,10 @@ TEST(Validate, CarbonSources) {
   s.carbon.config_map_ref.reset();
   s.carbon.static_intensity = {{"eu", -1}, {"", 1}};
   EXPECT_THAT(Fields(Validate(s)), ElementsAre("spec.carbon.static[]", "spec.carbon.static[eu]"));
+  s.carbon.static_intensity = {{"eu", 1}};
+  s.carbon.max_stale_seconds = -1;
+  EXPECT_THAT(Validate(s),
+              ElementsAre(FieldError{"spec.carbon.maxStaleSeconds", "must be at least 0, got -1"}));
 }
 
 TEST(Validate, Models) {
