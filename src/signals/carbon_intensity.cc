@@ -21,11 +21,11 @@ ZoneIntensities::ZoneIntensities(std::chrono::seconds hold) : hold_(hold) {
   }
 }
 
-ZoneIntensities::Zone* ZoneIntensities::Find(std::string_view zone) {
+ZoneReading* ZoneIntensities::Find(std::string_view zone) {
   const auto it = zones_.find(zone);
   if (it != zones_.end()) return &it->second;
   if (zones_.size() >= kMaxCarbonZones) return nullptr;
-  return &zones_.emplace(std::string(zone), Zone{}).first->second;
+  return &zones_.emplace(std::string(zone), ZoneReading{}).first->second;
 }
 
 bool ZoneIntensities::Update(std::string_view zone, double value, SteadyTime at) {
@@ -37,7 +37,7 @@ bool ZoneIntensities::Update(std::string_view zone, double value, SteadyTime at)
          at);
     return false;
   }
-  Zone* z = Find(zone);
+  ZoneReading* z = Find(zone);
   if (z == nullptr) return false;
   if (z->value && at < z->value_at) return true;  // late: the newer value stays
   z->value = value;
@@ -47,7 +47,7 @@ bool ZoneIntensities::Update(std::string_view zone, double value, SteadyTime at)
 }
 
 bool ZoneIntensities::Fail(std::string_view zone, std::string error, SteadyTime at) {
-  Zone* z = Find(zone);
+  ZoneReading* z = Find(zone);
   if (z == nullptr) return false;
   z->error = std::move(error);
   z->error_at = at;
@@ -77,6 +77,20 @@ std::vector<ZoneIntensityError> ZoneIntensities::Errors(SteadyTime now) const {
     out.push_back(std::move(e));
   }
   return out;
+}
+
+bool ZoneIntensities::Take(std::string_view zone, const ZoneReading& reading) {
+  if (Find(zone) == nullptr) return false;
+  if (reading.value) Update(zone, *reading.value, reading.value_at);
+  if (reading.error && (!reading.value || reading.error_at >= reading.value_at)) {
+    Fail(zone, *reading.error, reading.error_at);
+  }
+  return true;
+}
+
+const ZoneReading* ZoneIntensities::Reading(std::string_view zone) const {
+  const auto it = zones_.find(zone);
+  return it == zones_.end() ? nullptr : &it->second;
 }
 
 void ZoneIntensities::RetainOnly(std::span<const std::string> zones) {

@@ -60,6 +60,15 @@ struct ZoneIntensityError {
   SteadyTime failed_at{};  // the last failure (the last good value's time when none failed since)
 };
 
+// What a table holds of one zone: its last good value and when it was read, and the source's
+// error since then and when it came.
+struct ZoneReading {
+  std::optional<double> value;
+  SteadyTime value_at{};
+  std::optional<std::string> error;  // since the last good value
+  SteadyTime error_at{};
+};
+
 // Per zone: the last good value, kept for at most `hold` after it was read, then unknown.
 class ZoneIntensities {
  public:
@@ -77,6 +86,12 @@ class ZoneIntensities {
   std::optional<double> Get(std::string_view zone, SteadyTime now) const;
   // Every known zone without a usable value at `now`, sorted by zone.
   std::vector<ZoneIntensityError> Errors(SteadyTime now) const;
+  // Takes another table's reading of `zone`, as Update(its value, its value_at) then, when its
+  // error is as new or newer, Fail(its error, its error_at): a pool's table, with the pool's hold,
+  // fed from a source's table shared by several pools. Returns false only when the table is full.
+  bool Take(std::string_view zone, const ZoneReading& reading);
+  // The zone's reading; nullptr for a zone the table does not hold.
+  const ZoneReading* Reading(std::string_view zone) const;
   // Drops every zone not in `zones` (the pool no longer has workers there).
   void RetainOnly(std::span<const std::string> zones);
 
@@ -84,16 +99,10 @@ class ZoneIntensities {
   std::chrono::seconds hold() const { return hold_; }
 
  private:
-  struct Zone {
-    std::optional<double> value;
-    SteadyTime value_at{};
-    std::optional<std::string> error;  // since the last good value
-    SteadyTime error_at{};
-  };
-  Zone* Find(std::string_view zone);  // creates it when there is room; nullptr when full
+  ZoneReading* Find(std::string_view zone);  // creates it when there is room; nullptr when full
 
   std::chrono::seconds hold_;
-  std::map<std::string, Zone, std::less<>> zones_;
+  std::map<std::string, ZoneReading, std::less<>> zones_;
 };
 
 // The key of one poll: the URL and the zone set, sorted and without duplicates, so that the same

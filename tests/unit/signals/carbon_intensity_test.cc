@@ -36,6 +36,33 @@ TEST(ZoneIntensitiesTest, UnknownZoneHasNoValueAndNoError) {
   EXPECT_EQ(zones.hold(), kDefaultCarbonHold);
 }
 
+// A pool's table (its own hold) fed from a source's (a week's): values and errors carry their
+// own times, so the pool's hold counts from when the source read the value, not from the Take.
+TEST(ZoneIntensitiesTest, TakeCopiesAReadingWithItsTimesUnderTheTakersHold) {
+  ZoneIntensities source(hours(24 * 7));
+  ZoneIntensities pool(minutes(10));
+  EXPECT_EQ(pool.Reading("eastus"), nullptr);
+  source.Update("eastus", 70, kT0);
+  ASSERT_NE(source.Reading("eastus"), nullptr);
+  EXPECT_TRUE(pool.Take("eastus", *source.Reading("eastus")));
+  EXPECT_EQ(pool.Get("eastus", kT0 + minutes(9)), 70);
+  source.Fail("eastus", "GET http://sdk/emissions/bylocations: connection refused",
+              kT0 + minutes(5));
+  pool.Take("eastus", *source.Reading("eastus"));
+  EXPECT_EQ(pool.Get("eastus", kT0 + minutes(9)), 70);  // held: read 9 min ago
+  EXPECT_EQ(pool.Get("eastus", kT0 + minutes(11)), std::nullopt);
+  EXPECT_EQ(source.Get("eastus", kT0 + minutes(11)), 70);  // the source's own hold is longer
+  ASSERT_EQ(pool.Errors(kT0 + minutes(11)).size(), 1U);
+  EXPECT_THAT(pool.Errors(kT0 + minutes(11))[0].error, HasSubstr("connection refused"));
+  EXPECT_EQ(pool.Errors(kT0 + minutes(11))[0].failed_at, kT0 + minutes(5));
+  // A newer value clears the error; taking an older reading again changes nothing.
+  source.Update("eastus", 90, kT0 + minutes(12));
+  pool.Take("eastus", *source.Reading("eastus"));
+  pool.Take("eastus", ZoneReading{.value = 70, .value_at = kT0});
+  EXPECT_EQ(pool.Get("eastus", kT0 + minutes(13)), 90);
+  EXPECT_TRUE(pool.Errors(kT0 + minutes(13)).empty());
+}
+
 TEST(ZoneIntensitiesTest, KeepsTheLastGoodValueForTheHoldThenUnknown) {
   ZoneIntensities zones(hours(1));
   ASSERT_TRUE(zones.Update("eastus", 70, kT0));
