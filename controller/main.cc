@@ -47,6 +47,8 @@ struct Flags {
   double scrape_proxy_qps = 250;
   int scrape_proxy_burst = 250;
   int scrape_max_in_flight = 64;
+  int carbon_poll_interval_seconds = 300;  // signals::kMinCarbonPollInterval
+  int carbon_timeout_seconds = 10;         // carbon::kCarbonFetchTimeout
 };
 
 // The sessions of every pool together (the pick endpoint's issue makes this --max-sessions-total).
@@ -109,7 +111,9 @@ int Run(const Flags& flags) {
       {.namespaces = flags.namespaces,
        .workers = flags.reconcile_workers,
        .reconcile = {.fence = fence, .directory = &directory, .scrape = &scrape_loop},
-       .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds)},
+       .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds),
+       .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
+                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)}},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
   readiness.Add("pods-synced", [&pools] { return pools.PodsSynced(); });
@@ -231,6 +235,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--scrape-proxy-burst", f.scrape_proxy_burst, "burst of those requests")
       ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--carbon-poll-interval", f.carbon_poll_interval_seconds,
+                 "seconds between two polls of one Carbon Aware SDK (spec.carbon.carbonAwareSdk) "
+                 "for one set of zones, failed or not (its providers publish every 5 minutes)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--carbon-timeout", f.carbon_timeout_seconds,
+                 "seconds one poll of a Carbon Aware SDK may take, from name lookup to answer")
+      ->check(CLI::Range(1, 300))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

@@ -79,8 +79,28 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
                                PoolControllerOptions options, const Clock& clock,
                                KubeMetrics* kube_metrics, PoolMetrics* pool_metrics)
     : options_(std::move(options)),
+      config_map_hooks_(std::make_unique<LoggingReflectorHooks>(
+          kube::resources::kConfigMaps.QualifiedName(),
+          kube_metrics != nullptr ? &kube_metrics->Reflector(kube::resources::kConfigMaps.resource)
+                                  : nullptr)),
+      sdk_fetcher_(carbon::MakeCarbonFetcher()),
+      grid_(std::make_unique<carbon::GridIntensities>(
+          client, *sdk_fetcher_,
+          [&] {
+            carbon::GridIntensitiesOptions o = options_.carbon;
+            o.config_map_metrics = config_map_hooks_.get();
+            return o;
+          }(),
+          clock, [this](const std::string& pool) { controller_.Add(pool); })),
       status_client_(client),
-      reconciler_(*this, status_client_, recorder, options_.reconcile, clock, pool_metrics),
+      reconciler_(
+          *this, status_client_, recorder,
+          [&] {
+            PoolReconcilerOptions o = options_.reconcile;
+            o.grid = grid_.get();
+            return o;
+          }(),
+          clock, pool_metrics),
       controller_hooks_(std::make_unique<LoggingControllerHooks>(
           kube_metrics != nullptr ? &kube_metrics->Controller(kControllerName) : nullptr)),
       // The caches are asked every 50 ms until synced, as before the Controller took over.
@@ -165,11 +185,13 @@ void PoolController::Start() {
   for (auto& i : pools_) i->Start();
   for (auto& i : pods_) i->Start();
   nodes_->Start();
+  grid_->Start();
   controller_.Start({[this] { return HasSynced(); }});
 }
 
 void PoolController::Stop() {
   controller_.Stop();
+  grid_->Stop();
   for (auto& i : pools_) i->Stop();
   for (auto& i : pods_) i->Stop();
   nodes_->Stop();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "controller/carbon/grid_intensities.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_reconciler.h"
@@ -43,6 +44,9 @@ struct PoolControllerOptions {
   PoolReconcilerOptions reconcile;
   // An informer failing this long without a success is stale (logged, in a metric and /readyz).
   std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
+  // The live carbon sources (spec.carbon.configMapRef watches, carbonAwareSdk polls), which the
+  // controller runs for its reconciler (reconcile.grid is set to them).
+  carbon::GridIntensitiesOptions carbon;
 };
 
 // Also the reconciler's PoolStore: reads across the informers of every watched namespace.
@@ -99,6 +103,10 @@ class PoolController final : public PoolStore {
   void EnqueueAll();
 
   const PoolControllerOptions options_;
+  // Logs the ConfigMap watches' failed lists and watches, then counts them (before grid_).
+  std::unique_ptr<kube::ReflectorMetrics> config_map_hooks_;
+  std::unique_ptr<MetricsFetcher> sdk_fetcher_;
+  std::unique_ptr<carbon::GridIntensities> grid_;  // its `changed` adds to controller_'s queue
   KubePoolClient status_client_;
   PoolReconciler reconciler_;
   // Reflector hooks that log failed lists and watches, then count them; before the informers.

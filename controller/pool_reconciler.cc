@@ -104,6 +104,7 @@ void PoolReconciler::Forget(const std::string& key) {
   }
   if (options_.directory != nullptr) options_.directory->Remove(key);
   if (options_.scrape != nullptr) options_.scrape->RemovePool(key);
+  if (options_.grid != nullptr) options_.grid->Forget(key);
   if (!known) return;
   const auto slash = key.find('/');
   if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
@@ -138,9 +139,11 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   if (options_.directory != nullptr && pool.errors.empty()) {
     UpdatePoolDirectory(*options_.directory, pool, workers->workers, clock_.Now());
   }
+  carbon::ZoneReadings grid;
+  if (pool.errors.empty()) grid = ReadGrid(key, pool, workers->workers);
   // After the directory, so that the loop's first scrapes find the pool's state (and its marks).
   if (options_.scrape != nullptr && pool.errors.empty()) {
-    options_.scrape->SetPool(ScrapePoolOf(pool, workers->workers));
+    options_.scrape->SetPool(ScrapePoolOf(pool, workers->workers, grid.intensity));
   }
   if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
   if (!leading_.load()) return Done();
@@ -150,12 +153,13 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   }
   if (!pool.errors.empty()) return Publish(*object, workers->workers, {});
   StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers)};
+  if (pool.spec.carbon.has_source()) inputs.carbon = grid;
   if (options_.scrape != nullptr) {
     // Before a first scrape has finished, every worker would count as unavailable.
     const auto summary = options_.scrape->Summary(key);
     if (summary && (summary->scrapes > 0 || summary->total == 0)) inputs.scrapes = summary;
   }
-  auto result = Publish(*object, Weigh(key, pool, workers->workers), inputs);
+  auto result = Publish(*object, Weigh(key, pool, workers->workers, grid.intensity), inputs);
   if (!result || workers->workers.empty() || !kube::MayWrite(options_.fence)) return result;
   // Weights follow the loads: weigh again after the next scrape round at the latest (not once
   // the Lease is lost: a leader again reconciles every pool).
@@ -163,9 +167,23 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   return result;
 }
 
-std::vector<routing::Worker> PoolReconciler::Weigh(const std::string& key,
-                                                   const api::InferencePool& pool,
-                                                   const std::vector<routing::Worker>& workers) {
+carbon::ZoneReadings PoolReconciler::ReadGrid(const std::string& key,
+                                              const api::InferencePool& pool,
+                                              const std::vector<routing::Worker>& workers) {
+  std::vector<std::string> zones;
+  for (const routing::Worker& w : workers) {
+    if (!w.capability.zone.empty()) zones.push_back(w.capability.zone);
+  }
+  std::sort(zones.begin(), zones.end());
+  zones.erase(std::unique(zones.begin(), zones.end()), zones.end());
+  if (options_.grid != nullptr) return options_.grid->Track(key, pool, zones);
+  return carbon::StaticReadings(pool.spec.carbon, zones, clock_.Now());
+}
+
+std::vector<routing::Worker> PoolReconciler::Weigh(
+    const std::string& key, const api::InferencePool& pool,
+    const std::vector<routing::Worker>& workers,
+    const std::map<std::string, double>& grid_g_per_kwh) {
   std::vector<routing::PoolState::ObservedLoad> observed;
   if (options_.directory != nullptr) {
     if (const auto state = options_.directory->Find(key)) observed = state->Loads();
@@ -173,7 +191,7 @@ std::vector<routing::Worker> PoolReconciler::Weigh(const std::string& key,
   const std::lock_guard lock(mu_);
   PoolRecord& record = records_[key];
   if (!record.keeper) record.keeper.emplace(MetricsInterval(pool.spec));
-  return WeighWorkers(pool.spec, workers, observed, *record.keeper, clock_.Now());
+  return WeighWorkers(pool.spec, workers, observed, grid_g_per_kwh, *record.keeper, clock_.Now());
 }
 
 void PoolReconciler::StatusWritten(StatusWrite outcome) {

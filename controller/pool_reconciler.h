@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -33,6 +34,7 @@
 
 #include "api/inference_pool.h"
 #include "common/clock.h"
+#include "controller/carbon/grid_intensities.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_status.h"
 #include "controller/scrape_pool.h"
@@ -117,6 +119,10 @@ struct PoolReconcilerOptions {
   // is reconciled; null: none. Must outlive the reconciler; never blocks.
   // Its Summary(key) is the MetricsAvailable condition (leader).
   ScrapePools* scrape = nullptr;
+  // The grid intensities of each valid pool's zones (every replica: the weights and the gCO2e
+  // gauges), tracked on every reconcile and forgotten with the pool; never blocks. Null:
+  // spec.carbon.static only (carbon::StaticReadings). Must outlive the reconciler.
+  carbon::GridSource* grid = nullptr;
 };
 
 class PoolReconciler final : public kube::Reconciler {
@@ -153,9 +159,13 @@ class PoolReconciler final : public kube::Reconciler {
   kube::Result<kube::ReconcileResult> Publish(const PoolObject& object,
                                               const std::vector<routing::Worker>& workers,
                                               const StatusInputs& inputs);
+  // The intensities of the zones of the pool's workers, from options_.grid (or the static map).
+  carbon::ZoneReadings ReadGrid(const std::string& key, const api::InferencePool& pool,
+                                const std::vector<routing::Worker>& workers);
   // The pool's workers with the weights the leader would publish now.
   std::vector<routing::Worker> Weigh(const std::string& key, const api::InferencePool& pool,
-                                     const std::vector<routing::Worker>& workers);
+                                     const std::vector<routing::Worker>& workers,
+                                     const std::map<std::string, double>& grid_g_per_kwh);
   void StatusWritten(StatusWrite outcome);
   void RecordSpecEvents(const api::InferencePool& pool, const api::InferencePoolStatus& written);
   void RecordAnnotationErrors(const api::InferencePool& pool, const PoolMembers& members,

@@ -32,6 +32,18 @@ std::string MissingProfilesNote(const std::vector<std::string>& accelerators) {
   return out + ": their workers are weighed by busyness alone";
 }
 
+// "zone a: why; zone b: why (and 3 more)".
+std::string ZoneErrors(const std::vector<signals::ZoneIntensityError>& errors) {
+  std::string out;
+  const std::size_t shown = std::min(errors.size(), kErrorsInMessage);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += "; ";
+    out += "zone " + errors[i].zone + ": " + errors[i].error;
+  }
+  if (errors.size() > shown) out += " (and " + std::to_string(errors.size() - shown) + " more)";
+  return out;
+}
+
 std::string WorkerCount(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " worker is ready" : " workers are ready");
 }
@@ -49,6 +61,46 @@ std::string DescribeErrors(const std::vector<api::FieldError>& errors) {
     out += " (and " + std::to_string(errors.size() - shown) + " more)";
   }
   return out;
+}
+
+api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, std::size_t workers,
+                                        std::size_t zoned, const std::string& zone_label,
+                                        std::int64_t generation) {
+  const auto type = api::kConditionCarbonIntensityAvailable;
+  if (workers == 0) {
+    return Make(type, "Unknown", reasons::kNoReadyWorkers, "the pool has no worker", generation);
+  }
+  if (zoned == 0) {
+    return Make(type, "Unknown", reasons::kNoZones,
+                "no worker's node has the label " + zone_label + " (spec.carbon.zoneLabel)",
+                generation);
+  }
+  if (!readings.errors.empty()) {
+    return Make(type, "False", reasons::kZonesUnknown,
+                ZoneErrors(readings.errors) +
+                    "; CarbonWeighted gives those zones' workers the median of the known zones",
+                generation);
+  }
+  if (!readings.pending.empty()) {
+    const std::vector<std::string>& pending = readings.pending;
+    std::string zones;
+    for (std::size_t i = 0; i < std::min(pending.size(), kErrorsInMessage); ++i) {
+      zones += (i == 0 ? "" : ", ") + pending[i];
+    }
+    if (pending.size() > kErrorsInMessage) {
+      zones += " (and " + std::to_string(pending.size() - kErrorsInMessage) + " more)";
+    }
+    return Make(type, "Unknown", reasons::kZonesPending,
+                "waiting for the source's first answer for zone " + zones, generation);
+  }
+  if (!readings.held.empty()) {
+    return Make(type, "True", reasons::kLastValuesHeld,
+                ZoneErrors(readings.held) +
+                    "; the last good value is used until spec.carbon.maxStaleSeconds have passed",
+                generation);
+  }
+  return Make(type, "True", reasons::kAllZonesKnown, "every worker's zone has an intensity",
+              generation);
 }
 
 api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int64_t generation) {
@@ -155,6 +207,18 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                         : Make(api::kConditionMetricsAvailable, "Unknown", reasons::kNotScraped,
                                "no scrape of the pool's workers has finished yet", gen),
                     now);
+  if (inputs.carbon) {
+    const auto zoned = static_cast<std::size_t>(std::count_if(
+        workers.begin(), workers.end(), [](const auto& w) { return !w.capability.zone.empty(); }));
+    api::SetCondition(conditions,
+                      CarbonIntensityCondition(*inputs.carbon, workers.size(), zoned,
+                                               pool.spec.carbon.zone_label, gen),
+                      now);
+  } else {
+    std::erase_if(conditions, [](const api::Condition& c) {
+      return c.type == api::kConditionCarbonIntensityAvailable;
+    });
+  }
   if (!pool.spec.autoscaling.enabled) {
     api::SetCondition(conditions,
                       Make(api::kConditionScalingActive, "False", reasons::kAutoscalingDisabled,

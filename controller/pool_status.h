@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "controller/carbon/grid_intensities.h"
 #include "controller/scrape_pool.h"
 #include "controller/workers.h"
 
@@ -32,6 +33,11 @@ inline constexpr const char* kSomeMetricsUnavailable = "SomeUnavailable";
 inline constexpr const char* kNoMetricsAvailable = "NoneAvailable";
 inline constexpr const char* kAutoscalingDisabled = "AutoscalingDisabled";
 inline constexpr const char* kAutoscalerNotRunning = "AutoscalerNotRunning";
+inline constexpr const char* kAllZonesKnown = "AllZonesKnown";
+inline constexpr const char* kLastValuesHeld = "LastValuesHeld";
+inline constexpr const char* kZonesUnknown = "ZonesUnknown";
+inline constexpr const char* kZonesPending = "Pending";
+inline constexpr const char* kNoZones = "NoZones";
 }  // namespace reasons
 
 // The MetricsAvailable condition for `summary`:
@@ -50,6 +56,20 @@ inline constexpr const char* kAutoscalerNotRunning = "AutoscalerNotRunning";
 // moves with the status only (SetCondition), so AllAvailable and SomeUnavailable, both True, share
 // it.
 api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int64_t generation);
+
+// The CarbonIntensityAvailable condition of a pool with a carbon source, from what the source gave
+// for its workers' zones (`workers` ready workers, `zoned` of them with a zone label):
+//   every zone has a value, the source is well            True     AllZonesKnown
+//   every zone has a value, some only the last good one
+//   (the source fails, the hold has not run out)           True     LastValuesHeld
+//   some zone has none (past the hold, or never read;
+//   a ConfigMap or static map without the zone)            False    ZonesUnknown
+//   no error, but some zone not yet answered               Unknown  Pending
+//   no worker with a zone                                  Unknown  NoZones (or NoReadyWorkers)
+// The message names each such zone and its source's error (the first few, and how many more).
+api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, std::size_t workers,
+                                        std::size_t zoned, const std::string& zone_label,
+                                        std::int64_t generation);
 
 // The workers a routing table lists, and so the routing snapshot holds: the first
 // api::kMaxRoutingTableWorkers of `workers` (sorted by pod name).
@@ -71,6 +91,9 @@ struct StatusInputs {
   bool keep_table = false;
   // The accelerators no spec.energy.profiles entry matches (MissingEnergyProfiles).
   std::vector<std::string> missing_profiles;
+  // What the pool's carbon source gave for its workers' zones; nullopt without a source (then
+  // the pool has no CarbonIntensityAvailable condition).
+  std::optional<carbon::ZoneReadings> carbon;
 };
 
 // The whole status for `pool` as it should be now: conditions keep their transition times where

@@ -32,12 +32,12 @@ std::vector<routing::WorkerLoad> WorkerLoadsOf(
 
 std::vector<routing::Worker> WeighWorkers(
     const api::InferencePoolSpec& spec, const std::vector<routing::Worker>& workers,
-    std::span<const routing::PoolState::ObservedLoad> observed, routing::WeightKeeper& keeper,
+    std::span<const routing::PoolState::ObservedLoad> observed,
+    const std::map<std::string, double>& grid_g_per_kwh, routing::WeightKeeper& keeper,
     std::chrono::steady_clock::time_point now) {
   std::vector<routing::Worker> out = workers;
   const auto listed = std::span(out).first(PublishedWorkers(workers).size());
-  const std::vector<routing::WorkerLoad> loads =
-      WorkerLoadsOf(listed, observed, spec.carbon.static_intensity);
+  const std::vector<routing::WorkerLoad> loads = WorkerLoadsOf(listed, observed, grid_g_per_kwh);
   std::vector<routing::WorkerKey> keys;
   keys.reserve(listed.size());
   for (const routing::Worker& w : listed) keys.push_back(w.key);

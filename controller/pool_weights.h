@@ -4,8 +4,8 @@
 // its last weight for three scrape intervals (routing::WeightKeeper). The result is the candidate
 // table, which DecideTablePublish (routing_config.h) publishes now, later or not at all.
 //
-//   std::vector<routing::Worker> candidate =
-//       WeighWorkers(pool.spec, members.workers, state->Loads(), keeper, clock.Now());
+//   std::vector<routing::Worker> candidate = WeighWorkers(
+//       pool.spec, members.workers, state->Loads(), readings.intensity, keeper, clock.Now());
 //   std::vector<std::string> missing = MissingEnergyProfiles(pool.spec, members.workers);
 #pragma once
 
@@ -25,8 +25,9 @@ namespace eoc::controller {
 // What ComputeWeights reads of each of `workers`: its load from `observed` (by key; a worker not
 // there has no load yet: available false), its energy profile and max concurrency as
 // DescribeWorker resolved them, the picks this replica sent it since the scrape, and its zone's
-// grid intensity from `grid_g_per_kwh` (zone -> gCO2e/kWh: spec.carbon.static; a worker whose zone
-// is unknown or not listed keeps 0, unknown, and CarbonWeighted gives it the pool's median).
+// grid intensity from `grid_g_per_kwh` (zone -> gCO2e/kWh, what the pool's carbon source gives
+// now: carbon::GridSource; a worker whose zone is unknown or not listed keeps 0, unknown, and
+// CarbonWeighted gives it the pool's median).
 std::vector<routing::WorkerLoad> WorkerLoadsOf(
     std::span<const routing::Worker> workers,
     std::span<const routing::PoolState::ObservedLoad> observed,
@@ -34,12 +35,13 @@ std::vector<routing::WorkerLoad> WorkerLoadsOf(
 
 // `workers` with the weights the table should list: those of the table's workers
 // (PublishedWorkers) computed under spec.routing.strategy, with the grid intensities of
-// spec.carbon.static, and kept by `keeper` (whose scrape interval becomes
+// `grid_g_per_kwh` (as WorkerLoadsOf), and kept by `keeper` (whose scrape interval becomes
 // spec.metrics.intervalSeconds); workers past the table keep theirs (the table does not list
 // them).
 std::vector<routing::Worker> WeighWorkers(
     const api::InferencePoolSpec& spec, const std::vector<routing::Worker>& workers,
-    std::span<const routing::PoolState::ObservedLoad> observed, routing::WeightKeeper& keeper,
+    std::span<const routing::PoolState::ObservedLoad> observed,
+    const std::map<std::string, double>& grid_g_per_kwh, routing::WeightKeeper& keeper,
     std::chrono::steady_clock::time_point now);
 
 // Under an energy strategy (JouleWeighted, CarbonWeighted): the accelerators (product, as

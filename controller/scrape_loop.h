@@ -11,7 +11,7 @@
 //   ScrapeLoop loop({.direct = &direct, .proxy = &proxy}, {.directory = &directory,
 //                   .metrics = &scrape_metrics}, RealClock());
 //   loop.Start();
-//   loop.SetPool(ScrapePoolOf(pool, members.workers));  // from the reconciler; never blocks
+//   loop.SetPool(ScrapePoolOf(pool, members.workers, grid));  // from the reconciler; never blocks
 //   loop.Summary("prod/chat")->ok                      // workers whose last scrape was good
 //   loop.Stop();
 //

@@ -7,8 +7,8 @@
 
 namespace eoc::controller {
 
-ScrapePool ScrapePoolOf(const api::InferencePool& pool,
-                        const std::vector<routing::Worker>& workers) {
+ScrapePool ScrapePoolOf(const api::InferencePool& pool, const std::vector<routing::Worker>& workers,
+                        const std::map<std::string, double>& grid_g_per_kwh) {
   const api::MetricsSpec& m = pool.spec.metrics;
   ScrapePool out{.key = pool.ns + "/" + pool.name,
                  .engine = pool.spec.engine,
@@ -33,13 +33,12 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool,
     std::string address =
         host->bracketed ? "[" + std::string(host->host) + "]" : std::string(host->host);
     address.append(":").append(port);
-    out.targets.push_back(
-        {.key = w.key,
-         .pod = w.pod,
-         .address = std::move(address),
-         .max_concurrency = w.capability.max_concurrency,
-         .profile = w.profile,
-         .grid_g_per_kwh = GridIntensityOf(w.capability, pool.spec.carbon.static_intensity)});
+    out.targets.push_back({.key = w.key,
+                           .pod = w.pod,
+                           .address = std::move(address),
+                           .max_concurrency = w.capability.max_concurrency,
+                           .profile = w.profile,
+                           .grid_g_per_kwh = GridIntensityOf(w.capability, grid_g_per_kwh)});
   }
   std::sort(out.targets.begin(), out.targets.end(),
             [](const ScrapeTarget& a, const ScrapeTarget& b) { return a.pod < b.pod; });

@@ -3,7 +3,7 @@
 // interface through which the reconciler hands them over (ScrapePools), so that it never waits on
 // a scrape.
 //
-//   ScrapePool pool = ScrapePoolOf(inference_pool, members.workers);
+//   ScrapePool pool = ScrapePoolOf(inference_pool, members.workers, readings.intensity);
 //   pool.targets[0].address     // "10.0.3.7:9090": the pod IP and spec.metrics.port
 //   scrape_pools.SetPool(std::move(pool));   // each reconcile of a valid pool; cheap if unchanged
 //   scrape_pools.RemovePool("prod/chat");    // the pool is gone
@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,9 +57,10 @@ struct ScrapePool {
 
 // The pool's scrape targets: each worker at its pod IP (the host of its address) and
 // spec.metrics.port, with spec.metrics' path, interval, timeout, access and (engine generic)
-// names, spec.energy.source, and each worker's zone's intensity in spec.carbon.static.
-ScrapePool ScrapePoolOf(const api::InferencePool& pool,
-                        const std::vector<routing::Worker>& workers);
+// names, spec.energy.source, and each worker's zone's intensity in `grid_g_per_kwh` (zone ->
+// gCO2e/kWh, what the pool's carbon source gives now).
+ScrapePool ScrapePoolOf(const api::InferencePool& pool, const std::vector<routing::Worker>& workers,
+                        const std::map<std::string, double>& grid_g_per_kwh);
 
 // The engine map that reads a pool's pages.
 signals::EngineMap EngineMapOf(api::Engine engine, const signals::GenericMetricNames& generic);

@@ -74,6 +74,8 @@ class FleetTest : public NamespacedTest {
   // The nodes the agent registers and binds pods to (by spec.nodeSelector), each named uniquely
   // (UniqueName), for fixtures whose workers need labels or more than one node.
   virtual std::vector<NodeSpec> Nodes() const { return {{.name = UniqueName("node")}}; }
+  // Flags the controller gets beside its kubeconfig, namespace and addresses.
+  virtual std::vector<std::string> ControllerFlags() const { return {}; }
 
  private:
   void StartFleet(const std::string& address_base) {
@@ -86,12 +88,17 @@ class FleetTest : public NamespacedTest {
     agent_->Start();
     ASSERT_TRUE(agent_->WaitForSync(kPatience));
     metrics_port_ = FreePort();
-    controller_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            EOC_CONTROLLER, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "--namespace", ns_,
-            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
-            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(FreePort())},
-        /*merge_stderr=*/true);
+    std::vector<std::string> args{EOC_CONTROLLER,
+                                  "--kubeconfig",
+                                  plane_->Var("EOC_KUBECONFIG"),
+                                  "--namespace",
+                                  ns_,
+                                  "--metrics-bind-address",
+                                  "127.0.0.1:" + std::to_string(metrics_port_),
+                                  "--health-probe-bind-address",
+                                  "127.0.0.1:" + std::to_string(FreePort())};
+    for (std::string& flag : ControllerFlags()) args.push_back(std::move(flag));
+    controller_ = std::make_unique<ChildProcess>(std::move(args), /*merge_stderr=*/true);
   }
 
  protected:

@@ -6,8 +6,11 @@
 // (maxWatts - idleWatts) / maxTokensPerSecond) or h / (J x g/kWh) (CarbonWeighted; g/kWh the
 // worker's zone's in spec.carbon.static) or R / (running + 1) (LatencyWeighted; R the profile's
 // maxTokensPerSecond while the worker's measured token rate, 0 here, is below it), weight
-// round(1000 x score / best score). They move when a worker's load or the pool's static
-// intensities change. Assertions are on what is published, never on how fast.
+// round(1000 x score / best score). They move when a worker's load or the pool's intensities
+// change: the static map, a watched ConfigMap, or a Carbon Aware SDK (a local fake the controller
+// polls every second) whose failure keeps the last values for spec.carbon.maxStaleSeconds, then
+// sets CarbonIntensityAvailable False naming the zone and the error. Assertions are on what is
+// published, never on how fast.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "api/inference_pool.h"
 #include "eventually.h"
+#include "fake_carbon_sdk.h"
 #include "fleet_test.h"
 #include "manifests.h"
 
@@ -95,6 +100,10 @@ class WeightsIntegrationTest : public testing::FleetTest {
     }
     return nodes;
   }
+  // The SDK is polled every second, and a poll that takes over a second has failed.
+  std::vector<std::string> ControllerFlags() const override {
+    return {"--carbon-poll-interval", "1", "--carbon-timeout", "1"};
+  }
 
   // Starts one worker on each node (Deployments w-a100 and w-h100, pods labelled pool=w) and
   // creates `pool`; their pods' names in pod_a_ and pod_b_.
@@ -135,6 +144,38 @@ class WeightsIntegrationTest : public testing::FleetTest {
       for (const auto& [pod, weight] : *w) out += pod + "=" + std::to_string(weight) + " ";
     }
     return out + "(" + pod_a_ + " on a, " + pod_b_ + " on b)\n" + controller_->Output();
+  }
+
+  // The pool's condition of `type` as now published (empty when it has none).
+  api::Condition Condition(std::string_view type) const {
+    const auto object = client_->Get(testing::kPools, ns_, "w");
+    if (!object || !object->contains("status")) return {};
+    const api::InferencePoolStatus status = api::ParseStatus((*object)["status"]);
+    const api::Condition* c = api::FindCondition(status.conditions, type);
+    return c != nullptr ? *c : api::Condition{};
+  }
+  bool CarbonCondition(const std::string& status, const std::string& reason) const {
+    const api::Condition c = Condition(api::kConditionCarbonIntensityAvailable);
+    return c.status == status && c.reason == reason;
+  }
+  std::string CarbonMessage() const {
+    const api::Condition c = Condition(api::kConditionCarbonIntensityAvailable);
+    return c.status + " " + c.reason + ": " + c.message;
+  }
+
+  // Both workers under CarbonWeighted with one profile (their class, GPU), so that the zones'
+  // intensities alone set them apart, both 2 of 8 busy; `carbon` is spec.carbon.
+  void StartCarbonWeighted(const json& carbon) {
+    const json profile = Profile{.accelerator = "GPU",
+                                 .idle_watts = 100,
+                                 .max_watts = 400,
+                                 .max_tokens_per_second = 2400}
+                             .Json();
+    json pool = Pool("CarbonWeighted", json::array({profile}));
+    pool["spec"]["carbon"] = carbon;
+    ASSERT_NO_FATAL_FAILURE(StartWorkers(pool));
+    ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+    ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
   }
 
   std::string pod_a_;
@@ -181,6 +222,67 @@ TEST_F(WeightsIntegrationTest, CarbonWeightedFollowsEachZonesStaticIntensity) {
   ASSERT_TRUE(client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge,
                              {{"spec", {{"carbon", {{"static", {{kNodeB.region, 200}}}}}}}}));
   ASSERT_TRUE(Eventually([&] { return Published(1000, 500); }, kPatience)) << Table();
+}
+
+TEST_F(WeightsIntegrationTest, CarbonWeightedFollowsAWatchedConfigMap) {
+  const json grid = {{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"metadata", {{"name", "grid"}, {"namespace", ns_}}},
+                     {"data", {{kNodeA.region, "100"}, {kNodeB.region, "400"}}}};
+  ASSERT_TRUE(client_->Create(resources::kConfigMaps, ns_, grid));
+  ASSERT_NO_FATAL_FAILURE(StartCarbonWeighted({{"configMapRef", {{"name", "grid"}}}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
+  EXPECT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
+
+  // Zone b's grid gets cleaner in the ConfigMap (200 g/kWh): 1000 x 100 / 200 = 500.
+  ASSERT_TRUE(client_->Patch(resources::kConfigMaps, ns_, "grid", kube::PatchType::kMerge,
+                             {{"data", {{kNodeB.region, "200"}}}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 500); }, kPatience)) << Table();
+
+  // Zone b's key is removed and zone a's value goes bad: their last values are used for
+  // maxStaleSeconds (the default hour), and the condition says why.
+  ASSERT_TRUE(client_->Patch(resources::kConfigMaps, ns_, "grid", kube::PatchType::kMerge,
+                             {{"data", {{kNodeA.region, "dirty"}, {kNodeB.region, nullptr}}}}));
+  ASSERT_TRUE(Eventually([&] { return CarbonCondition("True", "LastValuesHeld"); }, kPatience))
+      << CarbonMessage();
+  const std::string message = CarbonMessage();
+  EXPECT_NE(
+      message.find("zone " + std::string(kNodeB.region) + ": ConfigMap " + ns_ + "/grid: no key"),
+      std::string::npos)
+      << message;
+  EXPECT_NE(message.find("\"dirty\" is not a number"), std::string::npos) << message;
+  EXPECT_TRUE(Published(1000, 500)) << Table();
+}
+
+TEST_F(WeightsIntegrationTest, ADeadCarbonAwareSdkKeepsTheLastValuesThenSetsTheCondition) {
+  const std::string answer = R"([{"location":")" + std::string(kNodeA.region) +
+                             R"(","time":"2026-12-02T10:00:00Z","rating":100},)" +
+                             R"({"location":")" + std::string(kNodeB.region) +
+                             R"(","time":"2026-12-02T10:00:00Z","rating":400}])";
+  testing::FakeCarbonSdk sdk(answer);
+  ASSERT_NO_FATAL_FAILURE(
+      StartCarbonWeighted({{"carbonAwareSdk", {{"url", sdk.url()}}}, {"maxStaleSeconds", 8}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
+  EXPECT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
+
+  // The SDK fails: the last values are kept (the weights stay) and the condition says why...
+  sdk.Set("oops", "503 Service Unavailable");
+  ASSERT_TRUE(Eventually([&] { return CarbonCondition("True", "LastValuesHeld"); }, kPatience))
+      << CarbonMessage();
+  EXPECT_NE(CarbonMessage().find("HTTP 503"), std::string::npos) << CarbonMessage();
+  EXPECT_TRUE(Published(1000, 250)) << Table();
+  // ... until the hold has passed: both zones unknown, named with the error, and equal weights.
+  ASSERT_TRUE(Eventually([&] { return CarbonCondition("False", "ZonesUnknown"); }, kPatience))
+      << CarbonMessage();
+  EXPECT_NE(CarbonMessage().find("zone " + std::string(kNodeA.region) + ": "), std::string::npos)
+      << CarbonMessage();
+  EXPECT_NE(CarbonMessage().find("HTTP 503"), std::string::npos) << CarbonMessage();
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 1000); }, kPatience)) << Table();
+
+  // It answers again: the zones are known again.
+  sdk.Set(answer);
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
+  EXPECT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
 }
 
 TEST_F(WeightsIntegrationTest, LatencyWeightedFollowsEachProductsTokenRateAndTheQueue) {

@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "fake_carbon_sdk.h"
 #include "fixtures.h"
 #include "local_http_server.h"
 
@@ -18,6 +18,7 @@ namespace eoc::controller::carbon {
 namespace {
 
 using eoc::testing::LocalHttpServer;
+using FakeSdk = eoc::testing::FakeCarbonSdk;
 using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
@@ -25,40 +26,6 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 const signals::SteadyTime kT0 = signals::SteadyTime{} + hours(100);
-
-std::string Answer(const std::string& body, const std::string& status = "200 OK") {
-  return "HTTP/1.1 " + status + "\r\nContent-Type: application/json; charset=utf-8\r\n" +
-         "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-}
-
-// A server answering every request with `body` (changeable), like the SDK would.
-class FakeSdk {
- public:
-  explicit FakeSdk(std::string body, std::string status = "200 OK")
-      : body_(std::move(body)),
-        status_(std::move(status)),
-        server_([this](LocalHttpServer& /*server*/, int fd, const std::string& /*head*/) {
-          std::string answer;
-          {
-            const std::lock_guard lock(mu_);
-            answer = Answer(body_, status_);
-          }
-          LocalHttpServer::Write(fd, answer);
-        }) {}
-  void Set(std::string body, std::string status = "200 OK") {
-    const std::lock_guard lock(mu_);
-    body_ = std::move(body);
-    status_ = std::move(status);
-  }
-  std::string url() const { return server_.url(); }
-  std::vector<std::string> heads() const { return server_.heads(); }
-
- private:
-  std::mutex mu_;
-  std::string body_;
-  std::string status_;
-  LocalHttpServer server_;
-};
 
 const char* const kTwoZones =
     R"([{"location":"eastus","time":"2022-05-17T20:45:11.5092741+00:00","rating":70},)"

@@ -51,8 +51,10 @@ class FakeStore final : public PoolStore {
     const std::lock_guard lock(mu_);
     return pods_;
   }
-  std::shared_ptr<const kube::NodeView> GetNode(const std::string& /*name*/) const override {
-    return nullptr;
+  std::shared_ptr<const kube::NodeView> GetNode(const std::string& name) const override {
+    const std::lock_guard lock(mu_);
+    const auto it = nodes_.find(name);
+    return it == nodes_.end() ? nullptr : it->second;
   }
 
   // As the informer does once it sees the object (a write's answer, or a change by someone else).
@@ -69,11 +71,17 @@ class FakeStore final : public PoolStore {
     const std::lock_guard lock(mu_);
     pods_.push_back(std::move(pod));
   }
+  void PutNode(kube::NodeView node) {
+    const std::lock_guard lock(mu_);
+    std::string name = node.name;  // the right side is evaluated first: it moves the name
+    nodes_[std::move(name)] = std::make_shared<const kube::NodeView>(std::move(node));
+  }
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const PoolObject>> pools_;
   std::vector<std::shared_ptr<const kube::PodView>> pods_;
+  std::map<std::string, std::shared_ptr<const kube::NodeView>> nodes_;
 };
 
 // Records every status write; answers each with the next scripted error, else success (the

@@ -57,6 +57,21 @@ class SummaryScrapePools final : public ScrapePools {
   std::optional<ScrapeSummary> summary;
 };
 
+// The pool's zones as the reconcile asked for them; the static map's readings unless the test sets
+// others.
+class FakeGrid final : public carbon::GridSource {
+ public:
+  carbon::ZoneReadings Track(const std::string& pool_key, const api::InferencePool& pool,
+                             std::span<const std::string> zones) override {
+    tracked[pool_key].assign(zones.begin(), zones.end());
+    return readings ? *readings : carbon::StaticReadings(pool.spec.carbon, zones, {});
+  }
+  void Forget(const std::string& pool_key) override { tracked.erase(pool_key); }
+
+  std::optional<carbon::ZoneReadings> readings;
+  std::map<std::string, std::vector<std::string>> tracked;
+};
+
 class PoolPublishTest : public ::testing::Test {
  protected:
   void SetUp() override { reconciler_.SetLeading(true); }
@@ -111,13 +126,16 @@ class PoolPublishTest : public ::testing::Test {
   routing::SessionBudget budget_{100'000};
   routing::PoolDirectory directory_{budget_};
   SummaryScrapePools scrape_;
-  PoolReconciler reconciler_{
-      store_,
-      client_,
-      events_,
-      {.min_publish_interval = milliseconds(1000), .directory = &directory_, .scrape = &scrape_},
-      clock_,
-      nullptr};
+  FakeGrid grid_;
+  PoolReconciler reconciler_{store_,
+                             client_,
+                             events_,
+                             {.min_publish_interval = milliseconds(1000),
+                              .directory = &directory_,
+                              .scrape = &scrape_,
+                              .grid = &grid_},
+                             clock_,
+                             nullptr};
   json pool_;
 };
 
@@ -264,6 +282,47 @@ TEST_F(PoolPublishTest, AnEnergyStrategyNamesTheAcceleratorsWithoutAProfile) {
 TEST_F(PoolPublishTest, OtherStrategiesNeedNoProfile) {
   Start(Pool("LeastBusy", json::array()), {"chat-a"});
   EXPECT_EQ(Condition("Ready").reason, "WorkersReady");
+}
+
+// CarbonWeighted weighs by what the pool's grid source gives its workers' zones now (not by the
+// spec alone), and the condition says what it gave; a deleted pool is forgotten by the source.
+TEST_F(PoolPublishTest, CarbonWeightedFollowsTheGridSourceAndItsConditionSaysWhatItGave) {
+  store_.PutNode({.name = "node-a", .labels = {{"topology.kubernetes.io/region", "eastus"}}});
+  store_.PutNode({.name = "node-b", .labels = {{"topology.kubernetes.io/region", "westus"}}});
+  json pool = Pool("CarbonWeighted");
+  pool["spec"]["carbon"] = {{"configMapRef", {{"name", "grid"}}}};
+  pool_ = pool;
+  store_.PutPool(pool_);
+  store_.AddPod(Pod("chat-a", "10.0.0.1"));
+  store_.AddPod(Pod("chat-b", "10.0.0.2", true, "node-b"));
+  grid_.readings = carbon::ZoneReadings{.pending = {"eastus", "westus"}};
+  Step();
+  EXPECT_EQ(grid_.tracked.at(kKey), (std::vector<std::string>{"eastus", "westus"}));
+  EXPECT_EQ(Condition("CarbonIntensityAvailable").status, "Unknown");
+  EXPECT_EQ(WeightOf(Table(), "chat-a"), WeightOf(Table(), "chat-b"));  // nothing known: equal
+
+  Observe("chat-a", Running(0));
+  Observe("chat-b", Running(0));
+  grid_.readings = carbon::ZoneReadings{.intensity = {{"eastus", 100}, {"westus", 400}}};
+  clock_.Advance(seconds(10));
+  Step();
+  EXPECT_EQ(WeightOf(Table(), "chat-a"), 1000);
+  EXPECT_EQ(WeightOf(Table(), "chat-b"), 250);
+  EXPECT_EQ(Condition("CarbonIntensityAvailable").reason, "AllZonesKnown");
+
+  grid_.readings = carbon::ZoneReadings{
+      .intensity = {{"eastus", 100}},
+      .errors = {{.zone = "westus", .error = "ConfigMap prod/grid: no key \"westus\""}}};
+  clock_.Advance(seconds(10));
+  Step();
+  EXPECT_EQ(Condition("CarbonIntensityAvailable").status, "False");
+  EXPECT_THAT(Condition("CarbonIntensityAvailable").message,
+              HasSubstr("zone westus: ConfigMap prod/grid: no key \"westus\""));
+  EXPECT_EQ(WeightOf(Table(), "chat-b"), 1000);  // unknown: the median of the known zones
+
+  store_.DeletePool(kKey);
+  Step();
+  EXPECT_EQ(grid_.tracked.count(kKey), 0U);
 }
 
 }  // namespace

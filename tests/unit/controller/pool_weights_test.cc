@@ -36,15 +36,21 @@ TEST(WeighWorkersTest, WeighsTheLoadsAndKeepsAnUnavailableWorkersLastWeight) {
   // c never scraped: no load yet.
   std::vector<routing::PoolState::ObservedLoad> seen = {Seen(workers[0], 10),
                                                         Seen(workers[1], 300)};
-  auto weighed = WeighWorkers(spec, workers, seen, keeper, kT0);
+  auto weighed = WeighWorkers(spec, workers, seen, spec.carbon.static_intensity, keeper, kT0);
   EXPECT_EQ(keeper.scrape_interval(), seconds(5));
   EXPECT_EQ(weighed[0].weight, 1000);
   EXPECT_EQ(weighed[1].weight, 0);     // saturated
   EXPECT_EQ(weighed[2].weight, 1000);  // the lowest non-zero weight of the available workers
   // b's metrics go: it keeps its last weight for three intervals, then drops to the lowest.
   seen[1] = Seen(workers[1], 0, false);
-  EXPECT_EQ(WeighWorkers(spec, workers, seen, keeper, kT0 + seconds(14))[1].weight, 0);
-  EXPECT_EQ(WeighWorkers(spec, workers, seen, keeper, kT0 + seconds(15))[1].weight, 1000);
+  EXPECT_EQ(
+      WeighWorkers(spec, workers, seen, spec.carbon.static_intensity, keeper, kT0 + seconds(14))[1]
+          .weight,
+      0);
+  EXPECT_EQ(
+      WeighWorkers(spec, workers, seen, spec.carbon.static_intensity, keeper, kT0 + seconds(15))[1]
+          .weight,
+      1000);
 }
 
 TEST(WeighWorkersTest, CarbonWeightedReadsEachZonesStaticIntensity) {
@@ -62,7 +68,7 @@ TEST(WeighWorkersTest, CarbonWeightedReadsEachZonesStaticIntensity) {
   seen.reserve(workers.size());
   for (const Worker& w : workers) seen.push_back(Seen(w, 0));
   routing::WeightKeeper keeper(seconds(1));
-  const auto weighed = WeighWorkers(spec, workers, seen, keeper, kT0);
+  const auto weighed = WeighWorkers(spec, workers, seen, spec.carbon.static_intensity, keeper, kT0);
   // Same joules per token and idle everywhere: the weight is the inverse of the intensity, the
   // zones the map does not list (and a node without a zone) take the median of the known (250).
   EXPECT_EQ(weighed[0].weight, 1000);
@@ -71,7 +77,8 @@ TEST(WeighWorkersTest, CarbonWeightedReadsEachZonesStaticIntensity) {
   EXPECT_EQ(weighed[3].weight, 400);
   // JouleWeighted does not read the intensities: equal joules, equal weights.
   spec.routing.strategy = Strategy::kJouleWeighted;
-  for (const Worker& w : WeighWorkers(spec, workers, seen, keeper, kT0)) {
+  for (const Worker& w :
+       WeighWorkers(spec, workers, seen, spec.carbon.static_intensity, keeper, kT0)) {
     EXPECT_EQ(w.weight, 1000) << w.pod;
   }
 }

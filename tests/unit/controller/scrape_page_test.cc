@@ -29,7 +29,7 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
        .address = "10.1.2.3:8000",
        .capability = {.max_concurrency = 64, .zone = "eu-north"},
        .profile = {.idle_watts = 60, .max_watts = 700, .max_tokens_per_second = 9000}}};
-  const ScrapePool got = ScrapePoolOf(pool, workers);
+  const ScrapePool got = ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity);
   EXPECT_EQ(got.key, "prod/chat");
   EXPECT_EQ(got.engine, api::Engine::kSglang);
   EXPECT_EQ(got.path, "/stats");
@@ -46,9 +46,9 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
   EXPECT_EQ(got.targets[0].grid_g_per_kwh, 30);
   EXPECT_EQ(got.targets[1].grid_g_per_kwh, 0);  // no zone
   EXPECT_EQ(got.targets[1].address, "[fd00::7]:9090");
-  EXPECT_EQ(got, ScrapePoolOf(pool, workers));
+  EXPECT_EQ(got, ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity));
   pool.spec.metrics.interval_seconds = 8;
-  EXPECT_NE(got, ScrapePoolOf(pool, workers));
+  EXPECT_NE(got, ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity));
 }
 
 // A generic pool's names come from spec.metrics.names, and its pages are read by them.
@@ -59,7 +59,7 @@ TEST(ScrapePoolTest, AGenericPoolReadsTheSpecsNames) {
   pool.spec.target_port = 8000;
   pool.spec.engine = api::Engine::kGeneric;
   pool.spec.metrics.names = {.running = "llm_active", .waiting = "llm_queued"};
-  const ScrapePool got = ScrapePoolOf(pool, {});
+  const ScrapePool got = ScrapePoolOf(pool, {}, {});
   EXPECT_EQ(got.generic_names.running, "llm_active");
   EXPECT_EQ(got.generic_names.waiting, "llm_queued");
   const std::string page =
@@ -70,7 +70,7 @@ TEST(ScrapePoolTest, AGenericPoolReadsTheSpecsNames) {
   EXPECT_EQ(r.figures.running, 4);
   EXPECT_EQ(r.figures.waiting, 1);
   pool.spec.engine = api::Engine::kVllm;  // the names are a generic pool's only
-  EXPECT_EQ(ScrapePoolOf(pool, {}).generic_names, signals::GenericMetricNames{});
+  EXPECT_EQ(ScrapePoolOf(pool, {}, {}).generic_names, signals::GenericMetricNames{});
 }
 
 TEST(ScrapePageTest, AGoodPageGivesTheLoad) {

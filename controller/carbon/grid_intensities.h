@@ -1,0 +1,136 @@
+// Each pool's zone intensities (gCO2e/kWh) from its spec.carbon source, as the reconcile reads
+// them: from the `static` map, from a watched ConfigMap, or from a Carbon Aware SDK that an
+// SdkPoller polls on its own thread. Nothing here waits on the network.
+//
+//   GridIntensities grid(client, *sdk_fetcher, {}, RealClock(),
+//                        [&](const std::string& pool) { queue.Add(pool); });
+//   grid.Start();
+//   ZoneReadings r = grid.Track("prod/chat", pool, {"eastus", "westus"});
+//   r.intensity;   // {"eastus": 70}: what CarbonWeighted and the gCO2e gauges use
+//   r.errors;      // {"westus", "GET http://...: connection refused", ...}: the condition's words
+//   grid.Forget("prod/chat");
+//
+// Each pool has a table of its own with its hold (spec.carbon.maxStaleSeconds): a ConfigMap is
+// read into it on every Track (its values are as new as the read), the SDK's readings are taken
+// into it with the time they were polled. A failing source (a deleted ConfigMap, a removed key, a
+// refused value, an SDK that errs) leaves the last good value in use for the hold. A ConfigMap is
+// watched (a list and watch of that one object, by field selector) while a pool refers to it; an
+// SDK URL is polled while a pool uses it. When either changes, `changed` is called with each pool
+// that uses it, on the informer's or the poller's thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "api/inference_pool.h"
+#include "common/clock.h"
+#include "controller/carbon/config_map_intensities.h"
+#include "controller/carbon/sdk_poller.h"
+#include "controller/scrape/metrics_fetcher.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "signals/carbon_intensity.h"
+
+namespace eoc::controller::carbon {
+
+// What a pool's zones weigh now.
+struct ZoneReadings {
+  std::map<std::string, double> intensity;          // zone -> gCO2e/kWh: the usable ones
+  std::vector<signals::ZoneIntensityError> errors;  // zones without one, and why; by zone
+  // Zones whose source fails but whose last good value is still used (within the hold); by zone.
+  std::vector<signals::ZoneIntensityError> held;
+  std::vector<std::string> pending;  // zones the source has not answered for yet; sorted
+
+  bool operator==(const ZoneReadings&) const = default;
+};
+
+// `zones` as spec.carbon.static gives them: each zone it lists, and an error for the others.
+ZoneReadings StaticReadings(const api::CarbonSpec& carbon, std::span<const std::string> zones,
+                            signals::SteadyTime now);
+
+// What the reconcile asks; thread-safe.
+class GridSource {
+ public:
+  virtual ~GridSource() = default;
+  // The intensities of `zones` (the zones of the pool's workers) now, from pool.spec.carbon's
+  // source, which this starts (or goes on) watching or polling for the pool.
+  virtual ZoneReadings Track(const std::string& pool_key, const api::InferencePool& pool,
+                             std::span<const std::string> zones) = 0;
+  // The pool is gone: its table goes, and its ConfigMap or URL when no other pool uses it.
+  virtual void Forget(const std::string& pool_key) = 0;
+};
+
+struct GridIntensitiesOptions {
+  // The SDK's: each URL and zone set asked at most this often, each poll within `sdk_timeout`.
+  std::chrono::seconds sdk_poll_interval = signals::kMinCarbonPollInterval;
+  std::chrono::milliseconds sdk_timeout = kCarbonFetchTimeout;
+  // Resolves the SDK's host names; empty: ResolveHost.
+  Resolver resolve;
+  // The ConfigMap watches' reflector hooks (failed lists and watches: logged, counted); null:
+  // none. Called from every watch's thread; must outlive this.
+  kube::ReflectorMetrics* config_map_metrics = nullptr;
+};
+
+class GridIntensities final : public GridSource {
+ public:
+  using Changed = std::function<void(const std::string& pool_key)>;
+
+  // `client`, `sdk_fetcher` and `clock` must outlive this; `changed` may be empty.
+  GridIntensities(kube::Client& client, MetricsFetcher& sdk_fetcher, GridIntensitiesOptions options,
+                  const Clock& clock, Changed changed);
+  ~GridIntensities() override;  // Stop()s
+  GridIntensities(const GridIntensities&) = delete;
+  GridIntensities& operator=(const GridIntensities&) = delete;
+  GridIntensities(GridIntensities&&) = delete;
+  GridIntensities& operator=(GridIntensities&&) = delete;
+
+  // The SDK poller's thread (ConfigMap watches start as pools ask for them).
+  void Start();
+  // Ends the watches and the poller (within the SDK timeout, when a poll is in flight).
+  void Stop();
+
+  ZoneReadings Track(const std::string& pool_key, const api::InferencePool& pool,
+                     std::span<const std::string> zones) override;
+  void Forget(const std::string& pool_key) override;
+
+  // ConfigMaps watched now ("namespace/name"), for tests.
+  std::vector<std::string> WatchedConfigMaps() const;
+
+ private:
+  using Watch = kube::Informer<IntensityConfigMap>;
+  struct PoolTrack {
+    std::string config_map;  // "namespace/name" of spec.carbon.configMapRef, else ""
+    std::string sdk_url;     // spec.carbon.carbonAwareSdk.url, else ""
+    std::int32_t hold_seconds = 0;
+    std::vector<std::string> zones;  // sorted, distinct
+    signals::ZoneIntensities table;
+  };
+
+  // Under mu_: the SDK's wanted set from every pool's zones, and the watches no pool uses, moved
+  // out (to be stopped without the lock: their handlers take it).
+  void WantSdkLocked();
+  std::vector<std::unique_ptr<Watch>> UnusedWatchesLocked();
+  Watch& WatchLocked(const std::string& ns, const std::string& name);
+  // Calls `changed` for every pool that reads `config_map` (or, when empty, `sdk_url`).
+  void NotifyPools(const std::string& config_map, const std::string& sdk_url);
+
+  kube::Client& client_;
+  kube::ReflectorMetrics* const config_map_metrics_;
+  const Clock& clock_;
+  const Changed changed_;
+  SdkPoller poller_;
+
+  mutable std::mutex mu_;
+  bool stopped_ = false;                                   // guarded by mu_
+  std::map<std::string, PoolTrack> pools_;                 // by pool key; guarded by mu_
+  std::map<std::string, std::unique_ptr<Watch>> watches_;  // by "ns/name"; guarded by mu_
+};
+
+}  // namespace eoc::controller::carbon

@@ -1,0 +1,90 @@
+#include "controller/carbon/sdk_poller.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace eoc::controller::carbon {
+
+SdkPoller::SdkPoller(MetricsFetcher& fetcher, CarbonAwareSdkOptions options, const Clock& clock,
+                     Changed changed)
+    : fetcher_(fetcher),
+      options_(std::move(options)),
+      clock_(clock),
+      changed_(std::move(changed)),
+      wake_(clock) {}
+
+SdkPoller::~SdkPoller() { Stop(); }
+
+void SdkPoller::Start() {
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void SdkPoller::Stop() {
+  stopping_ = true;
+  wake_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SdkPoller::Want(std::map<std::string, std::vector<std::string>> zones_by_url) {
+  for (auto& [url, zones] : zones_by_url) {
+    std::sort(zones.begin(), zones.end());
+    zones.erase(std::unique(zones.begin(), zones.end()), zones.end());
+  }
+  {
+    const std::lock_guard lock(mu_);
+    if (zones_by_url == wanted_) return;
+    wanted_ = std::move(zones_by_url);
+    std::erase_if(tables_, [&](const auto& t) { return wanted_.count(t.first) == 0; });
+  }
+  wake_.Notify();
+}
+
+std::shared_ptr<const signals::ZoneIntensities> SdkPoller::Readings(const std::string& url) const {
+  const std::lock_guard lock(mu_);
+  const auto it = tables_.find(url);
+  return it == tables_.end() ? nullptr : it->second;
+}
+
+void SdkPoller::PollDue() {
+  std::map<std::string, std::vector<std::string>> wanted;
+  {
+    const std::lock_guard lock(mu_);
+    wanted = wanted_;
+  }
+  std::erase_if(sources_, [&](const auto& s) { return wanted.count(s.first) == 0; });
+  for (const auto& [url, zones] : wanted) {
+    if (stopping_) return;
+    auto& source = sources_[url];
+    if (!source) source = std::make_unique<CarbonAwareSdkSource>(fetcher_, options_);
+    if (!source->Poll(url, zones, clock_.Now())) continue;
+    {
+      const std::lock_guard lock(mu_);
+      if (wanted_.count(url) == 0) continue;  // forgotten while it was polled
+      tables_[url] = std::make_shared<const signals::ZoneIntensities>(source->intensities());
+    }
+    if (changed_) changed_(url);
+  }
+}
+
+void SdkPoller::Run() {
+  while (!stopping_) {
+    const Wakeup::Ticket ticket = wake_.TakeTicket();
+    PollDue();
+    Clock::TimePoint next = Clock::TimePoint::max();
+    for (const auto& [url, source] : sources_) {
+      std::vector<std::string> zones;
+      {
+        const std::lock_guard lock(mu_);
+        const auto it = wanted_.find(url);
+        if (it == wanted_.end()) continue;
+        zones = it->second;
+      }
+      const auto due = source->schedule().NextDue(signals::PollKey(url, zones));
+      next = std::min(next, due.value_or(clock_.Now()));
+    }
+    wake_.SleepUntilNotified(next, ticket);
+  }
+}
+
+}  // namespace eoc::controller::carbon
