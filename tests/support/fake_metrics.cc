@@ -355,17 +355,68 @@ std::string RenderExporterMetrics(Exporter exporter, const std::string& node,
   return e.Take();
 }
 
-void EnergyIntegrator::Set(double watts, Clock::time_point now) {
-  if (now > since_) {
-    joules_ = Joules(now);
-    since_ = now;
+double PowerCurve::TokensPerSecond(double t) const {
+  const double p = std::chrono::duration<double>(period).count();
+  if (p <= 0 || t <= 0) return low_tokens_per_second;
+  const double u = std::fmod(t, p) / p;  // 0..1 through this period
+  const double up = u < 0.5 ? 2 * u : 2 * (1 - u);
+  return low_tokens_per_second + (high_tokens_per_second - low_tokens_per_second) * up;
+}
+
+double PowerCurve::Tokens(double t) const {
+  const double p = std::chrono::duration<double>(period).count();
+  if (t <= 0) return 0;
+  if (p <= 0) return low_tokens_per_second * t;
+  const double span = high_tokens_per_second - low_tokens_per_second;
+  const double whole = std::floor(t / p);
+  const double v = t - whole * p;  // into this period
+  const double half = p / 2;
+  double part = 0;
+  if (v <= half) {
+    part = low_tokens_per_second * v + span * v * v / p;  // rising: low + span * 2v/p
+  } else {
+    const double w = v - half;  // falling from high
+    part =
+        (low_tokens_per_second + span / 2) * half + high_tokens_per_second * w - span * w * w / p;
   }
+  return whole * p * (low_tokens_per_second + span / 2) + part;
+}
+
+double EnergyIntegrator::Since(Clock::time_point now) const {
+  return now <= since_ ? 0 : std::chrono::duration<double>(now - since_).count();
+}
+
+void EnergyIntegrator::Settle(Clock::time_point now) {
+  if (now <= since_) return;
+  joules_ = Joules(now);
+  tokens_ = Tokens(now);
+  since_ = now;
+}
+
+void EnergyIntegrator::Set(double watts, Clock::time_point now) {
+  Settle(now);
+  curve_.reset();
   watts_ = watts;
 }
 
+void EnergyIntegrator::Follow(const PowerCurve& curve, Clock::time_point now) {
+  if (curve_ == curve) return;
+  Settle(now);
+  curve_ = curve;
+  watts_ = 0;
+}
+
+double EnergyIntegrator::Watts(Clock::time_point now) const {
+  return curve_ ? curve_->Watts(Since(now)) : watts_;
+}
+
 double EnergyIntegrator::Joules(Clock::time_point now) const {
-  if (now <= since_) return joules_;
-  return joules_ + watts_ * std::chrono::duration<double>(now - since_).count();
+  const double t = Since(now);
+  return joules_ + (curve_ ? curve_->Joules(t) : watts_ * t);
+}
+
+double EnergyIntegrator::Tokens(Clock::time_point now) const {
+  return tokens_ + (curve_ ? curve_->Tokens(Since(now)) : 0);
 }
 
 std::string_view EngineName(Engine engine) {

@@ -33,6 +33,24 @@ std::string_view EngineName(Engine engine);
 // The engine of that name (as EngineName writes it); nullopt for anything else.
 std::optional<Engine> ParseEngine(std::string_view name);
 
+// A synthetic workload whose power follows its token rate, as DESIGN.md's energy model has it:
+// watts = idle_watts + joules_per_token x tokens/s, the rate going linearly from low to high and
+// back over each `period` (a triangle wave, so that scrapes at any interval see rates spread
+// enough for a slope). Times are seconds since the curve began.
+struct PowerCurve {
+  double idle_watts = 0;
+  double joules_per_token = 0;  // the marginal energy, J/token (W per token/s)
+  double low_tokens_per_second = 0;
+  double high_tokens_per_second = 0;
+  std::chrono::milliseconds period{5000};
+
+  double TokensPerSecond(double t) const;
+  double Tokens(double t) const;  // generated over [0, t]: the rate's integral, exactly
+  double Watts(double t) const { return idle_watts + joules_per_token * TokensPerSecond(t); }
+  double Joules(double t) const { return idle_watts * t + joules_per_token * Tokens(t); }
+  bool operator==(const PowerCurve&) const = default;
+};
+
 // What /metrics reports. Counters are totals since the worker "started"; the worker adds each
 // completion's prompt and generated tokens to the two token totals.
 struct FakeLoad {
@@ -46,6 +64,10 @@ struct FakeLoad {
   std::int64_t generation_tokens_total = 0;
   double watts = 0;                           // DCGM_FI_DEV_POWER_USAGE
   std::int64_t energy_millijoules_total = 0;  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+  // Set: a FakeWorker draws and generates as the curve says: it reports the curve's watts, the
+  // energy they add up to, and its tokens added to generation_tokens_total (`watts` and
+  // `energy_millijoules_total` are then its own).
+  std::optional<PowerCurve> power_curve;
 };
 
 // Labels of the series: the model the engine serves, and the pod DCGM attributes the GPU to.
@@ -107,7 +129,8 @@ std::string RenderExporterMetrics(Exporter exporter, const std::string& node,
                                   const std::vector<ExporterPod>& pods);
 
 // The energy a power draw adds up to: the integral of the watts over time, exactly, for watts
-// that change in steps. Not thread-safe.
+// that change in steps or follow a PowerCurve (whose tokens it adds up too). Each change goes on
+// from the totals so far. Not thread-safe.
 class EnergyIntegrator {
  public:
   using Clock = std::chrono::steady_clock;
@@ -116,14 +139,25 @@ class EnergyIntegrator {
 
   // From `now` on the draw is `watts` (`now` before the last change counts as the last change).
   void Set(double watts, Clock::time_point now);
-  double watts() const { return watts_; }
+  // From `now` on the draw follows `curve`, from its beginning (the same: nothing changes).
+  void Follow(const PowerCurve& curve, Clock::time_point now);
+  double watts() const { return watts_; }  // the constant draw (0 while following a curve)
+  // The draw at `now`.
+  double Watts(Clock::time_point now) const;
   // Joules since the start, at `now`.
   double Joules(Clock::time_point now) const;
+  // Tokens the curves generated since the start, at `now` (0 without a curve).
+  double Tokens(Clock::time_point now) const;
 
  private:
+  double Since(Clock::time_point now) const;  // seconds from since_ to now, at least 0
+  void Settle(Clock::time_point now);         // the totals up to `now` into joules_ and tokens_
+
   double watts_;
+  std::optional<PowerCurve> curve_;
   Clock::time_point since_;  // of the last change
   double joules_ = 0;        // up to since_
+  double tokens_ = 0;        // up to since_
 };
 
 }  // namespace eoc::testing

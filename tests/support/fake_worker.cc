@@ -83,7 +83,58 @@ FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::st
   apply(kWaitingAnnotation, ParseCount, load.waiting);
   apply(kKvCacheUsageAnnotation, fraction, load.kv_cache_usage);
   apply(kWattsAnnotation, watts, load.watts);
+  if (const auto it = annotations.find(kPowerCurveAnnotation);
+      it != annotations.end() && it->second == "0") {
+    load.power_curve.reset();
+  } else {
+    apply(kPowerCurveAnnotation, ParsePowerCurve, load.power_curve);
+  }
   return load;
+}
+
+std::optional<PowerCurve> ParsePowerCurve(std::string_view text) {
+  PowerCurve curve;
+  bool idle = false;
+  bool joules = false;
+  bool rates = false;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view key = item.substr(0, eq);
+    const std::string value(item.substr(eq + 1));
+    const auto number = [&](double& out) {
+      const auto x = ParseNumber(value, 0, 1e9);
+      if (x) out = *x;
+      return x.has_value();
+    };
+    if (key == "idle") {
+      idle = number(curve.idle_watts);
+      if (!idle) return std::nullopt;
+    } else if (key == "joules-per-token") {
+      joules = number(curve.joules_per_token);
+      if (!joules) return std::nullopt;
+    } else if (key == "tokens-per-second") {
+      const std::size_t dash = value.find('-');
+      const auto low = ParseNumber(value.substr(0, dash), 0, 1e9);
+      const auto high =
+          dash == std::string::npos ? low : ParseNumber(value.substr(dash + 1), 0, 1e9);
+      if (!low || !high || *low > *high) return std::nullopt;
+      curve.low_tokens_per_second = *low;
+      curve.high_tokens_per_second = *high;
+      rates = true;
+    } else if (key == "period-ms") {
+      const auto ms = ParseCount(value);
+      if (!ms || *ms == 0) return std::nullopt;
+      curve.period = std::chrono::milliseconds(*ms);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!idle || !joules || !rates) return std::nullopt;
+  return curve;
 }
 
 FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
@@ -149,6 +200,7 @@ FakeWorker::FakeWorker(FakeWorkerOptions options)
       delay_(options_.delay),
       server_(std::make_unique<server::HttpServer>(
           server::ServerOptions{.address = options_.address, .threads = options_.threads})) {
+  if (load_.power_curve) energy_.Follow(*load_.power_curve, EnergyIntegrator::Clock::now());
   server_->Handle("GET", "/metrics", [this](const server::Request& req, server::Response& resp) {
     {
       const auto forwarded = req.header("x-forwarded-uri");
@@ -202,7 +254,12 @@ std::string FakeWorker::endpoint() const {
 void FakeWorker::SetLoad(const FakeLoad& load) {
   const std::lock_guard lock(mu_);
   load_ = load;
-  energy_.Set(load.watts, EnergyIntegrator::Clock::now());
+  const auto now = EnergyIntegrator::Clock::now();
+  if (load.power_curve) {
+    energy_.Follow(*load.power_curve, now);
+  } else {
+    energy_.Set(load.watts, now);
+  }
 }
 
 double FakeWorker::energy_joules() const {
@@ -213,6 +270,18 @@ double FakeWorker::energy_joules() const {
 FakeLoad FakeWorker::load() const {
   const std::lock_guard lock(mu_);
   return load_;
+}
+
+FakeLoad FakeWorker::reported_load() const {
+  const std::lock_guard lock(mu_);
+  FakeLoad load = load_;
+  if (load.power_curve) {
+    const auto now = EnergyIntegrator::Clock::now();
+    load.watts = energy_.Watts(now);
+    load.energy_millijoules_total = std::llround(energy_.Joules(now) * 1000);
+    load.generation_tokens_total += std::llround(energy_.Tokens(now));
+  }
+  return load;
 }
 
 void FakeWorker::SetDelay(std::chrono::milliseconds delay) {
@@ -231,7 +300,7 @@ std::string FakeWorker::MetricsText() const {
         *options_.exporter, options_.node_name,
         options_.exporter_pods ? options_.exporter_pods() : std::vector<ExporterPod>());
   }
-  FakeLoad load = this->load();
+  FakeLoad load = reported_load();
   if (options_.count_in_flight) load.running += in_flight_.load();
   const MetricsLabels labels{.model = options_.model,
                              .pod_name = options_.pod_name,

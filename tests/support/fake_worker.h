@@ -28,7 +28,8 @@
 //   lists the other workers on the exporter's node, with their watts and energy_joules())
 //
 // Every worker integrates its load's watts over time (energy_joules()): the counter an exporter
-// reports for its pod.
+// reports for its pod. With a power curve (fake.eoc.dev/power-curve) its watts follow its token
+// rate, and its page reports the curve's watts, energy counter and generated tokens.
 //
 // Limitation: the server's handlers are synchronous and run on its I/O threads, so the completion
 // delay sleeps in the handler. A worker serves at most `threads` delayed requests at once; more
@@ -91,19 +92,30 @@ inline constexpr const char* kModelAnnotation = "fake.eoc.dev/model";     // the
 inline constexpr const char* kDcgmAnnotation = "fake.eoc.dev/dcgm";       // "true": DCGM series
 inline constexpr const char* kMetricsFaultAnnotation = "fake.eoc.dev/metrics-fault";
 inline constexpr const char* kExporterAnnotation = "fake.eoc.dev/exporter";  // dcgm | kepler
-// The load a pod's worker reports: FakeLoad's running, waiting, kv_cache_usage (0..1), watts.
+// The load a pod's worker reports: FakeLoad's running, waiting, kv_cache_usage (0..1), watts,
+// power_curve.
 inline constexpr const char* kRunningAnnotation = "fake.eoc.dev/running";
 inline constexpr const char* kWaitingAnnotation = "fake.eoc.dev/waiting";
 inline constexpr const char* kKvCacheUsageAnnotation = "fake.eoc.dev/kv-cache-usage";
 inline constexpr const char* kWattsAnnotation = "fake.eoc.dev/watts";
-inline constexpr std::array<const char*, 4> kLoadAnnotations = {
-    kRunningAnnotation, kWaitingAnnotation, kKvCacheUsageAnnotation, kWattsAnnotation};
+// FakeLoad's power_curve: "idle=100,joules-per-token=0.2,tokens-per-second=200-600" and
+// optionally ",period-ms=5000" (PowerCurve's fields; the rate from low to high and back); "0"
+// (what the node agent applies for a removed annotation) is no curve.
+inline constexpr const char* kPowerCurveAnnotation = "fake.eoc.dev/power-curve";
+inline constexpr std::array<const char*, 5> kLoadAnnotations = {
+    kRunningAnnotation, kWaitingAnnotation, kKvCacheUsageAnnotation, kWattsAnnotation,
+    kPowerCurveAnnotation};
+
+// The curve a kPowerCurveAnnotation value describes; nullopt for one that cannot be read (an
+// unknown or missing key, a negative number, low above high, a period of 0).
+std::optional<PowerCurve> ParsePowerCurve(std::string_view text);
 // The operator's own list of models a pod serves: its first entry is the fake worker's model when
 // fake.eoc.dev/model is absent.
 inline constexpr const char* kModelsAnnotation = "eoc.dev/models";
 
 // `load` changed as the load annotations (kLoadAnnotations) of `annotations` ask; the same rules.
-// running and waiting: whole numbers >= 0; kv-cache-usage: 0 to 1; watts: >= 0.
+// running and waiting: whole numbers >= 0; kv-cache-usage: 0 to 1; watts: >= 0; power-curve:
+// ParsePowerCurve.
 FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::string>& annotations,
                               std::vector<std::string>* problems = nullptr);
 
@@ -134,9 +146,14 @@ class FakeWorker {
   Engine engine() const { return options_.engine; }
   std::optional<Exporter> exporter() const { return options_.exporter; }
 
-  // Thread-safe; take effect on the next request.
+  // Thread-safe; take effect on the next request. Setting the same power curve again goes on
+  // along it.
   void SetLoad(const FakeLoad& load);
+  // The load as set (and as completions added to its token totals).
   FakeLoad load() const;
+  // What /metrics reports now: load(), and with a power curve the curve's watts and
+  // energy_millijoules_total, its tokens added to generation_tokens_total.
+  FakeLoad reported_load() const;
   // The load's watts integrated over time since the worker was made, in joules.
   double energy_joules() const;
   void SetDelay(std::chrono::milliseconds delay);
@@ -169,7 +186,7 @@ class FakeWorker {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   FakeLoad load_;                    // guarded by mu_
-  EnergyIntegrator energy_;          // guarded by mu_; follows load_.watts
+  EnergyIntegrator energy_;          // guarded by mu_; follows load_.watts or .power_curve
   std::chrono::milliseconds delay_;  // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
   std::atomic<std::uint64_t> served_{0};

@@ -12,13 +12,15 @@ nlohmann::json WorkerDeployment(const std::string& name, int replicas,
   json pod_spec = {{"automountServiceAccountToken", false},
                    {"containers", json::array({container})}};
   if (!options.node_selector.empty()) pod_spec["nodeSelector"] = options.node_selector;
+  json pod_meta = {{"labels", pod_labels}};
+  if (!options.pod_annotations.empty()) pod_meta["annotations"] = options.pod_annotations;
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
           {"metadata", {{"name", name}, {"labels", labels}}},
           {"spec",
            {{"replicas", replicas},
             {"selector", {{"matchLabels", labels}}},
-            {"template", {{"metadata", {{"labels", pod_labels}}}, {"spec", pod_spec}}}}}};
+            {"template", {{"metadata", pod_meta}, {"spec", pod_spec}}}}}};
 }
 
 }  // namespace eoc::testing

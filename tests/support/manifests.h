@@ -13,8 +13,9 @@
 namespace eoc::testing {
 
 struct WorkerDeploymentOptions {
-  std::map<std::string, std::string> pod_labels;     // besides app=<name>
-  std::map<std::string, std::string> node_selector;  // the pods' spec.nodeSelector; empty: none
+  std::map<std::string, std::string> pod_labels;       // besides app=<name>
+  std::map<std::string, std::string> node_selector;    // the pods' spec.nodeSelector; empty: none
+  std::map<std::string, std::string> pod_annotations;  // the fake workers' fake.eoc.dev/..., say
 };
 
 // An apps/v1 Deployment of `replicas` inference workers, selected by the label app=<name>. Without

@@ -92,7 +92,7 @@ class NodeWorkers {
       pods.push_back({.pod_namespace = e.ns,
                       .pod_name = e.name,
                       .container = e.container,
-                      .watts = e.worker->load().watts,
+                      .watts = e.worker->reported_load().watts,
                       .joules_total = e.worker->energy_joules(),
                       .gpus = static_cast<int>(std::max<std::int64_t>(1, e.gpus))});
     }

@@ -15,12 +15,16 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/inference_pool.h"
 #include "eventually.h"
 #include "fake_carbon_sdk.h"
+#include "fake_worker.h"
 #include "fleet_test.h"
 #include "manifests.h"
 
@@ -105,16 +109,17 @@ class WeightsIntegrationTest : public testing::FleetTest {
     return {"--carbon-poll-interval", "1", "--carbon-timeout", "1"};
   }
 
-  // Starts one worker on each node (Deployments w-a100 and w-h100, pods labelled pool=w) and
-  // creates `pool`; their pods' names in pod_a_ and pod_b_.
-  void StartWorkers(const json& pool) {
+  // Starts one worker on each node (Deployments w-a100 and w-h100, pods labelled pool=w and
+  // annotated with `annotations`) and creates `pool`; their pods' names in pod_a_ and pod_b_.
+  void StartWorkers(const json& pool, const std::map<std::string, std::string>& annotations = {}) {
     for (const NodeKind& kind : {kNodeA, kNodeB}) {
       const std::string app = std::string("w-") + kind.prefix;
       ASSERT_TRUE(client_->Create(
           resources::kDeployments, ns_,
-          testing::WorkerDeployment(
-              app, 1,
-              {.pod_labels = {{"pool", "w"}}, .node_selector = {{kProductLabel, kind.product}}})));
+          testing::WorkerDeployment(app, 1,
+                                    {.pod_labels = {{"pool", "w"}},
+                                     .node_selector = {{kProductLabel, kind.product}},
+                                     .pod_annotations = annotations})));
     }
     ASSERT_TRUE(client_->Create(testing::kPools, ns_, pool));
     const std::vector<std::string> a = AwaitRunningPods(std::string("w-") + kNodeA.prefix, 1);
@@ -128,7 +133,9 @@ class WeightsIntegrationTest : public testing::FleetTest {
   void SetRunning(const std::string& pod, int running) {
     const auto worker = agent_->Worker(ns_, pod);
     ASSERT_NE(worker, nullptr) << pod;
-    worker->SetLoad({.running = running});
+    testing::FakeLoad load = worker->load();  // its power curve, if any, goes on
+    load.running = running;
+    worker->SetLoad(load);
   }
 
   // Whether the published table weighs the worker on node a `a` and the one on node b `b`.
@@ -176,6 +183,21 @@ class WeightsIntegrationTest : public testing::FleetTest {
     ASSERT_NO_FATAL_FAILURE(StartWorkers(pool));
     ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
     ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  }
+
+  // The worker's measured marginal joules per token as the controller's /metrics shows it;
+  // nullopt while it has none (or only the profile's).
+  std::optional<double> MeasuredJoules(const std::string& pod) const {
+    std::istringstream lines(Metrics());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("eoc_worker_marginal_joules_per_token{", 0) == 0 &&
+          line.find("estimate=\"measured\"") != std::string::npos &&
+          line.find("pod=\"" + pod + "\"") != std::string::npos) {
+        return std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return std::nullopt;
   }
 
   std::string pod_a_;
@@ -283,6 +305,48 @@ TEST_F(WeightsIntegrationTest, ADeadCarbonAwareSdkKeepsTheLastValuesThenSetsTheC
   sdk.Set(answer);
   ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
   EXPECT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
+}
+
+// Measured joules replace the profile's once the estimator has enough scrapes: each worker's own
+// page carries DCGM's series for it, its watts following its token rate (a power curve of 0.1
+// J/token), so both weigh the same; then one worker's curve is made steeper (0.2 J/token: twice
+// the watts over idle for the same tokens) and its JouleWeighted weight halves.
+TEST_F(WeightsIntegrationTest, ASteeperPowerCurveLowersAWorkersJouleWeightedWeight) {
+  const json profile = Profile{.accelerator = "GPU",  // 0.125 J/token for both, until measured
+                               .idle_watts = 100,
+                               .max_watts = 400,
+                               .max_tokens_per_second = 2400}
+                           .Json();
+  json pool = Pool("JouleWeighted", json::array({profile}));
+  pool["spec"]["energy"]["source"] = "DCGM";
+  const auto curve = [](double joules_per_token) {
+    return "idle=100,joules-per-token=" + std::to_string(joules_per_token) +
+           ",tokens-per-second=100-900,period-ms=4000";
+  };
+  ASSERT_NO_FATAL_FAILURE(StartWorkers(
+      pool, {{testing::kDcgmAnnotation, "true"}, {testing::kPowerCurveAnnotation, curve(0.1)}}));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  const auto near = [](std::optional<double> j, double want) {
+    return j && std::abs(*j - want) < want * 0.02;
+  };
+  ASSERT_TRUE(Eventually(
+      [&] { return near(MeasuredJoules(pod_a_), 0.1) && near(MeasuredJoules(pod_b_), 0.1); },
+      std::chrono::seconds(90)))
+      << Metrics();
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 1000); }, kPatience)) << Table();
+
+  ASSERT_TRUE(client_->Patch(
+      resources::kPods, ns_, pod_b_, kube::PatchType::kMerge,
+      {{"metadata", {{"annotations", {{testing::kPowerCurveAnnotation, curve(0.2)}}}}}}));
+  // Once b's window holds the steeper curve alone: 1000 x 0.1 / 0.2 = 500 (the fit within 1%).
+  const auto halved = [&] {
+    const auto w = PublishedWeights("w");
+    return w && w->count(pod_a_) == 1 && w->at(pod_a_) == 1000 && w->count(pod_b_) == 1 &&
+           std::abs(w->at(pod_b_) - 500) <= 10;
+  };
+  ASSERT_TRUE(Eventually(halved, std::chrono::seconds(120))) << Table() << Metrics();
+  EXPECT_TRUE(near(MeasuredJoules(pod_b_), 0.2)) << Metrics();
 }
 
 TEST_F(WeightsIntegrationTest, LatencyWeightedFollowsEachProductsTokenRateAndTheQueue) {

@@ -278,6 +278,67 @@ TEST(ApplyAnnotationsTest, AMetricsFaultIsChosenByName) {
   EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/metrics-fault"));
 }
 
+TEST(ApplyLoadAnnotationsTest, APowerCurveIsReadWholeOrNotAtAll) {
+  const auto curve =
+      ParsePowerCurve("idle=100,joules-per-token=0.2,tokens-per-second=200-600,period-ms=3000");
+  ASSERT_TRUE(curve);
+  EXPECT_EQ(*curve, (PowerCurve{.idle_watts = 100,
+                                .joules_per_token = 0.2,
+                                .low_tokens_per_second = 200,
+                                .high_tokens_per_second = 600,
+                                .period = std::chrono::milliseconds(3000)}));
+  EXPECT_EQ(ParsePowerCurve("idle=50,joules-per-token=1,tokens-per-second=80")->period,
+            std::chrono::milliseconds(5000));
+  for (const char* bad : {"", "idle=100", "idle=100,joules-per-token=0.2",
+                          "idle=-1,joules-per-token=0.2,"
+                          "tokens-per-second=1",
+                          "idle=1,joules-per-token=0.2,tokens-per-second=600-200",
+                          "idle=1,joules-per-token=0.2,tokens-per-second=1,period-ms=0",
+                          "idle=1,joules-per-token=0.2,tokens-per-second=1,colour=red", "idle 1"}) {
+    EXPECT_EQ(ParsePowerCurve(bad), std::nullopt) << bad;
+  }
+  std::vector<std::string> problems;
+  FakeLoad load = ApplyLoadAnnotations(
+      {}, {{kPowerCurveAnnotation, "idle=100,joules-per-token=0.2,tokens-per-second=200-600"}},
+      &problems);
+  ASSERT_TRUE(load.power_curve);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_FALSE(ApplyLoadAnnotations(load, {{kPowerCurveAnnotation, "0"}}).power_curve);
+  EXPECT_TRUE(
+      ApplyLoadAnnotations(load, {{kPowerCurveAnnotation, "steep"}}, &problems).power_curve);
+  ASSERT_EQ(problems.size(), 1U);
+  EXPECT_THAT(problems[0], HasSubstr("fake.eoc.dev/power-curve: cannot use \"steep\""));
+}
+
+// A worker on a curve reports the curve's figures on its page, and goes on along the same curve
+// when its load is set again (as the node agent does for every load annotation change).
+TEST(FakeWorkerPowerCurveTest, ItsWattsEnergyAndTokensAreWhatItsPageReports) {
+  FakeWorker worker({.pod_name = "web-0", .pod_namespace = "ns", .dcgm = true});
+  worker.Start();
+  FakeLoad load{.running = 2,
+                .power_curve = PowerCurve{.idle_watts = 100,
+                                          .joules_per_token = 0.2,
+                                          .low_tokens_per_second = 200,
+                                          .high_tokens_per_second = 600}};
+  worker.SetLoad(load);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const FakeLoad first = worker.reported_load();
+  EXPECT_GE(first.watts, 140);
+  EXPECT_LE(first.watts, 220);
+  EXPECT_GT(first.generation_tokens_total, 0);
+  EXPECT_GT(first.energy_millijoules_total, 0);
+  EXPECT_EQ(worker.load().generation_tokens_total, 0);  // as set
+  worker.SetLoad(load);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const FakeLoad second = worker.reported_load();
+  EXPECT_GT(second.generation_tokens_total, first.generation_tokens_total);
+  EXPECT_GT(second.energy_millijoules_total, first.energy_millijoules_total);
+  EXPECT_NEAR(worker.energy_joules(), second.energy_millijoules_total / 1000.0, 5);
+  const std::string page = worker.MetricsText();
+  EXPECT_NE(page.find("vllm:generation_tokens_total{"), std::string::npos);
+  EXPECT_NE(page.find("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{"), std::string::npos);
+}
+
 TEST(ApplyLoadAnnotationsTest, SetsTheAnnotatedFiguresAndNamesBadValues) {
   std::vector<std::string> problems;
   FakeLoad load = ApplyLoadAnnotations({.running = 1, .waiting = 2, .watts = 90},
