@@ -4,7 +4,8 @@
 // plays short scenes with synthetic scrapes and a clock of its own: the strategy's shares, a
 // session, a full KV cache, a shared prefix, the wait queue, and a worker that leaves. Each pick
 // prints what was asked, the worker chosen and why (the pick endpoint's `reason`), or what became
-// of the pick. Pure stdout, the same for the same table and seed.
+// of the pick. Pure stdout, the same for the same table and seed. With --shares, only the first
+// table: how 1,000 picks at equal loads fall on the table's weights.
 //
 //   kubectl get inferencepool vllm-llama -o jsonpath='{range .status.routing.workers[*]}{.pod}
 //     {.address} {.weight}{"\n"}{end}' | eoc-routing-tour --strategy JouleWeighted --seed 1
@@ -124,6 +125,14 @@ class Tour {
       address_width_ = std::max(address_width_, w.address.size());
       if (w.weight > 0 && !w.draining) ++takers_;
     }
+  }
+
+  // Only the strategy's shares of 1,000 picks on the table as read.
+  void PickShares() {
+    Publish(table_);
+    ScrapeAll();
+    ShareTable(table_, Shares(table_, kStrategyPicks), {});
+    std::cout.flush();
   }
 
   void Run() {
@@ -426,6 +435,9 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", strategy_name, "routing.strategy: " + eoc::demo::StrategyNames())
       ->capture_default_str();
   app.add_option("--seed", seed, "seed of the picks' random numbers")->capture_default_str();
+  bool shares_only = false;
+  app.add_flag("--shares", shares_only,
+               "only how 1,000 picks at equal loads fall on the table's weights");
   CLI11_PARSE(app, argc, argv);
 
   const std::optional<Strategy> strategy = eoc::routing::StrategyNamed(strategy_name);
@@ -450,6 +462,10 @@ int main(int argc, char** argv) {
                              .weight = row.weight});
   }
   Tour tour(std::move(workers), *strategy, seed);
-  tour.Run();
+  if (shares_only) {
+    tour.PickShares();
+  } else {
+    tour.Run();
+  }
   return 0;
 }

@@ -65,22 +65,29 @@ IntensityConfigMap ToIntensityConfigMap(const nlohmann::json& object) {
 void ReadIntensityConfigMap(const IntensityConfigMap* config_map, std::string_view key,
                             std::span<const std::string> zones, signals::SteadyTime now,
                             signals::ZoneIntensities& into) {
-  const std::string source = "ConfigMap " + std::string(key);
+  const std::string source = "ConfigMap " + std::string(key) + ": ";
   for (const std::string& zone : zones) {
     if (config_map == nullptr) {
-      into.Fail(zone, source + ": not found", now);
-    } else if (const auto v = config_map->values.find(zone); v != config_map->values.end()) {
-      into.Update(zone, v->second, now);
-    } else if (const auto bad = config_map->invalid.find(zone); bad != config_map->invalid.end()) {
-      into.Fail(zone, source + ": key \"" + zone + "\": " + bad->second, now);
-    } else {
-      std::string why = source + ": no key \"" + zone + "\"";
-      if (config_map->ignored > 0) {
-        why += " among the first " + std::to_string(signals::kMaxCarbonZones) + " (" +
-               std::to_string(config_map->ignored) + " more were not read)";
-      }
-      into.Fail(zone, std::move(why), now);
+      into.Fail(zone, source + "not found", now);
+      continue;
     }
+    if (const auto v = config_map->values.find(zone); v != config_map->values.end()) {
+      into.Update(zone, v->second, now);
+      continue;
+    }
+    const auto bad = config_map->invalid.find(zone);
+    std::string why = source;
+    why.append(bad != config_map->invalid.end() ? "key \"" : "no key \"").append(zone).append("\"");
+    if (bad != config_map->invalid.end()) {
+      why.append(": ").append(bad->second);
+    } else if (config_map->ignored > 0) {
+      why.append(" among the first ")
+          .append(std::to_string(signals::kMaxCarbonZones))
+          .append(" (")
+          .append(std::to_string(config_map->ignored))
+          .append(" more were not read)");
+    }
+    into.Fail(zone, std::move(why), now);
   }
 }
 

@@ -65,7 +65,7 @@ ZoneReadings StaticReadings(const api::CarbonSpec& carbon, std::span<const std::
 }
 
 GridIntensities::GridIntensities(kube::Client& client, MetricsFetcher& sdk_fetcher,
-                                 GridIntensitiesOptions options, const Clock& clock,
+                                 const GridIntensitiesOptions& options, const Clock& clock,
                                  Changed changed)
     : client_(client),
       config_map_metrics_(options.config_map_metrics),
@@ -139,10 +139,10 @@ std::vector<std::unique_ptr<GridIntensities::Watch>> GridIntensities::UnusedWatc
 }
 
 ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::InferencePool& pool,
-                                    std::span<const std::string> zone_list) {
+                                    std::span<const std::string> zones_asked) {
   const api::CarbonSpec& carbon = pool.spec.carbon;
   const signals::SteadyTime now = clock_.Now();
-  std::vector<std::string> zones = Distinct(zone_list);
+  const std::vector<std::string> zones = Distinct(zones_asked);
   std::string config_map;
   if (carbon.config_map_ref) config_map = pool.ns + "/" + carbon.config_map_ref->name;
   const std::string sdk_url = carbon.carbon_aware_sdk ? carbon.carbon_aware_sdk->url : "";

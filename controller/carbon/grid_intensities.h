@@ -83,8 +83,8 @@ class GridIntensities final : public GridSource {
   using Changed = std::function<void(const std::string& pool_key)>;
 
   // `client`, `sdk_fetcher` and `clock` must outlive this; `changed` may be empty.
-  GridIntensities(kube::Client& client, MetricsFetcher& sdk_fetcher, GridIntensitiesOptions options,
-                  const Clock& clock, Changed changed);
+  GridIntensities(kube::Client& client, MetricsFetcher& sdk_fetcher,
+                  const GridIntensitiesOptions& options, const Clock& clock, Changed changed);
   ~GridIntensities() override;  // Stop()s
   GridIntensities(const GridIntensities&) = delete;
   GridIntensities& operator=(const GridIntensities&) = delete;
@@ -97,7 +97,7 @@ class GridIntensities final : public GridSource {
   void Stop();
 
   ZoneReadings Track(const std::string& pool_key, const api::InferencePool& pool,
-                     std::span<const std::string> zones) override;
+                     std::span<const std::string> zones_asked) override;
   void Forget(const std::string& pool_key) override;
 
   // ConfigMaps watched now ("namespace/name"), for tests.

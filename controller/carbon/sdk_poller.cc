@@ -35,7 +35,7 @@ void SdkPoller::Want(std::map<std::string, std::vector<std::string>> zones_by_ur
     const std::lock_guard lock(mu_);
     if (zones_by_url == wanted_) return;
     wanted_ = std::move(zones_by_url);
-    std::erase_if(tables_, [&](const auto& t) { return wanted_.count(t.first) == 0; });
+    std::erase_if(tables_, [&](const auto& t) { return !wanted_.contains(t.first); });
   }
   wake_.Notify();
 }
@@ -52,7 +52,7 @@ void SdkPoller::PollDue() {
     const std::lock_guard lock(mu_);
     wanted = wanted_;
   }
-  std::erase_if(sources_, [&](const auto& s) { return wanted.count(s.first) == 0; });
+  std::erase_if(sources_, [&](const auto& s) { return !wanted.contains(s.first); });
   for (const auto& [url, zones] : wanted) {
     if (stopping_) return;
     auto& source = sources_[url];
@@ -60,7 +60,7 @@ void SdkPoller::PollDue() {
     if (!source->Poll(url, zones, clock_.Now())) continue;
     {
       const std::lock_guard lock(mu_);
-      if (wanted_.count(url) == 0) continue;  // forgotten while it was polled
+      if (!wanted_.contains(url)) continue;  // forgotten while it was polled
       tables_[url] = std::make_shared<const signals::ZoneIntensities>(source->intensities());
     }
     if (changed_) changed_(url);
