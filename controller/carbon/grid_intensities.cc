@@ -123,19 +123,16 @@ void GridIntensities::WantSdkLocked() {
   poller_.Want(std::move(wanted));  // sorts and dedups; takes the poller's lock, never ours
 }
 
-std::vector<std::unique_ptr<GridIntensities::Watch>> GridIntensities::UnusedWatchesLocked() {
-  std::vector<std::unique_ptr<Watch>> unused;
-  for (auto it = watches_.begin(); it != watches_.end();) {
-    const bool used = std::any_of(pools_.begin(), pools_.end(),
-                                  [&](const auto& p) { return p.second.config_map == it->first; });
-    if (used) {
-      ++it;
-      continue;
-    }
-    unused.push_back(std::move(it->second));
-    it = watches_.erase(it);
-  }
-  return unused;
+std::unique_ptr<GridIntensities::Watch> GridIntensities::ReleaseLocked(
+    const std::string& config_map) {
+  if (config_map.empty()) return nullptr;
+  const bool used = std::any_of(pools_.begin(), pools_.end(),
+                                [&](const auto& p) { return p.second.config_map == config_map; });
+  const auto it = watches_.find(config_map);
+  if (used || it == watches_.end()) return nullptr;
+  std::unique_ptr<Watch> watch = std::move(it->second);
+  watches_.erase(it);
+  return watch;
 }
 
 ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::InferencePool& pool,
@@ -147,7 +144,7 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
   if (carbon.config_map_ref) config_map = pool.ns + "/" + carbon.config_map_ref->name;
   const std::string sdk_url = carbon.carbon_aware_sdk ? carbon.carbon_aware_sdk->url : "";
   const bool live = !config_map.empty() || !sdk_url.empty();
-  std::vector<std::unique_ptr<Watch>> unused;
+  std::unique_ptr<Watch> unused;
   ZoneReadings out;
   {
     const std::lock_guard lock(mu_);
@@ -156,7 +153,11 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
     const bool fresh = it == pools_.end() || it->second.config_map != config_map ||
                        it->second.sdk_url != sdk_url ||
                        it->second.hold_seconds != carbon.max_stale_seconds;
+    std::string released;  // the ConfigMap the pool read until now, when it changed
     if (fresh) {
+      if (it != pools_.end() && it->second.config_map != config_map) {
+        released = it->second.config_map;
+      }
       PoolTrack track{.config_map = config_map,
                       .sdk_url = sdk_url,
                       .hold_seconds = carbon.max_stale_seconds,
@@ -175,12 +176,9 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
       if (watch.HasSynced()) {
         ReadIntensityConfigMap(watch.Get(config_map).get(), config_map, zones, now, track.table);
       } else if (watch.Stale()) {  // its list keeps failing (forbidden, say): the log says why
-        for (const std::string& zone : zones) {
-          track.table.Fail(zone,
-                           "ConfigMap " + config_map +
-                               ": cannot be listed and watched (the operator's log says why)",
-                           now);
-        }
+        const std::string why = "ConfigMap " + config_map +
+                                ": cannot be listed and watched (the operator's log says why)";
+        for (const std::string& zone : zones) track.table.Fail(zone, why, now);
       }  // else before its first list: nothing known yet (pending)
     } else if (!sdk_url.empty()) {
       if (const auto polled = poller_.Readings(sdk_url)) {
@@ -190,31 +188,25 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
       }
     }
     out = live ? ReadingsOf(track.table, zones, now) : StaticReadings(carbon, zones, now);
-    unused = UnusedWatchesLocked();
+    unused = ReleaseLocked(released);
   }
-  unused.clear();  // stops them without the lock
+  unused.reset();  // stops it without the lock
   return out;
 }
 
 void GridIntensities::Forget(const std::string& pool_key) {
-  std::vector<std::unique_ptr<Watch>> unused;
+  std::unique_ptr<Watch> unused;
   {
     const std::lock_guard lock(mu_);
     const auto it = pools_.find(pool_key);
     if (it == pools_.end()) return;
     const bool sdk = !it->second.sdk_url.empty();
+    const std::string config_map = it->second.config_map;
     pools_.erase(it);
     if (sdk) WantSdkLocked();
-    unused = UnusedWatchesLocked();
+    unused = ReleaseLocked(config_map);
   }
-  unused.clear();
-}
-
-std::vector<std::string> GridIntensities::WatchedConfigMaps() const {
-  const std::lock_guard lock(mu_);
-  std::vector<std::string> out;
-  for (const auto& [key, watch] : watches_) out.push_back(key);
-  return out;
+  unused.reset();  // stops it without the lock
 }
 
 void GridIntensities::NotifyPools(const std::string& config_map, const std::string& sdk_url) {

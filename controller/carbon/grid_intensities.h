@@ -100,9 +100,6 @@ class GridIntensities final : public GridSource {
                      std::span<const std::string> zones_asked) override;
   void Forget(const std::string& pool_key) override;
 
-  // ConfigMaps watched now ("namespace/name"), for tests.
-  std::vector<std::string> WatchedConfigMaps() const;
-
  private:
   using Watch = kube::Informer<IntensityConfigMap>;
   struct PoolTrack {
@@ -113,10 +110,11 @@ class GridIntensities final : public GridSource {
     signals::ZoneIntensities table;
   };
 
-  // Under mu_: the SDK's wanted set from every pool's zones, and the watches no pool uses, moved
-  // out (to be stopped without the lock: their handlers take it).
+  // Under mu_, each when a pool's source or zones change (not on every Track): the SDK's wanted
+  // set from every pool's zones; and the watch of `config_map` when no pool reads it any more,
+  // moved out (to be stopped without the lock: its handlers take it).
   void WantSdkLocked();
-  std::vector<std::unique_ptr<Watch>> UnusedWatchesLocked();
+  std::unique_ptr<Watch> ReleaseLocked(const std::string& config_map);
   Watch& WatchLocked(const std::string& ns, const std::string& name);
   // Calls `changed` for every pool that reads `config_map` (or, when empty, `sdk_url`).
   void NotifyPools(const std::string& config_map, const std::string& sdk_url);
