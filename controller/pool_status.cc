@@ -37,8 +37,8 @@ std::string ZoneErrors(const std::vector<signals::ZoneIntensityError>& errors) {
   std::string out;
   const std::size_t shown = std::min(errors.size(), kErrorsInMessage);
   for (std::size_t i = 0; i < shown; ++i) {
-    if (i > 0) out += "; ";
-    out += "zone " + errors[i].zone + ": " + errors[i].error;
+    out.append(i > 0 ? "; zone " : "zone ").append(errors[i].zone).append(": ");
+    out.append(errors[i].error);
   }
   if (errors.size() > shown) out += " (and " + std::to_string(errors.size() - shown) + " more)";
   return out;
@@ -85,7 +85,7 @@ api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, st
     const std::vector<std::string>& pending = readings.pending;
     std::string zones;
     for (std::size_t i = 0; i < std::min(pending.size(), kErrorsInMessage); ++i) {
-      zones += (i == 0 ? "" : ", ") + pending[i];
+      zones.append(i == 0 ? "" : ", ").append(pending[i]);
     }
     if (pending.size() > kErrorsInMessage) {
       zones += " (and " + std::to_string(pending.size() - kErrorsInMessage) + " more)";

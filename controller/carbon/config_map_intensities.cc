@@ -47,7 +47,10 @@ IntensityConfigMap ToIntensityConfigMap(const nlohmann::json& object) {
   if (data == object.end() || data->is_null()) return out;
   if (!data->is_object()) throw kube::MappingError("data: expected an object");
   for (const auto& [zone, value] : data->items()) {
-    if (!value.is_string()) throw kube::MappingError("data[\"" + zone + "\"]: expected a string");
+    if (!value.is_string()) {
+      throw kube::MappingError(
+          std::string("data[\"").append(zone).append("\"]: expected a string"));
+    }
     if (out.values.size() + out.invalid.size() >= signals::kMaxCarbonZones) {
       ++out.ignored;
       continue;

@@ -189,11 +189,12 @@ class WeightsIntegrationTest : public testing::FleetTest {
   // nullopt while it has none (or only the profile's).
   std::optional<double> MeasuredJoules(const std::string& pod) const {
     std::istringstream lines(Metrics());
+    const std::string label = "pod=\"" + pod + "\"";
     std::string line;
     while (std::getline(lines, line)) {
       if (line.rfind("eoc_worker_marginal_joules_per_token{", 0) == 0 &&
           line.find("estimate=\"measured\"") != std::string::npos &&
-          line.find("pod=\"" + pod + "\"") != std::string::npos) {
+          line.find(label) != std::string::npos) {
         return std::stod(line.substr(line.rfind(' ') + 1));
       }
     }
