@@ -290,8 +290,7 @@ TEST(ApplyLoadAnnotationsTest, APowerCurveIsReadWholeOrNotAtAll) {
   EXPECT_EQ(ParsePowerCurve("idle=50,joules-per-token=1,tokens-per-second=80")->period,
             std::chrono::milliseconds(5000));
   for (const char* bad : {"", "idle=100", "idle=100,joules-per-token=0.2",
-                          "idle=-1,joules-per-token=0.2,"
-                          "tokens-per-second=1",
+                          "idle=-1,joules-per-token=0.2,tokens-per-second=1",
                           "idle=1,joules-per-token=0.2,tokens-per-second=600-200",
                           "idle=1,joules-per-token=0.2,tokens-per-second=1,period-ms=0",
                           "idle=1,joules-per-token=0.2,tokens-per-second=1,colour=red", "idle 1"}) {
