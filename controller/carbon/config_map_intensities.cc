@@ -4,17 +4,11 @@
 #include <string>
 
 #include "common/object_meta.h"
+#include "common/text.h"
 #include "kube/types.h"
 
 namespace eoc::controller::carbon {
 namespace {
-
-std::string_view Trimmed(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // The value's intensity, or (in *why) why it is not one.
 std::optional<double> ParseIntensity(std::string_view text, std::string* why) {
@@ -22,7 +16,7 @@ std::optional<double> ParseIntensity(std::string_view text, std::string* why) {
     *why = "the value is longer than " + std::to_string(kMaxIntensityValueLength) + " characters";
     return std::nullopt;
   }
-  const std::string_view number = Trimmed(text);
+  const std::string_view number = TrimWhitespace(text);
   double value = 0;
   const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (number.empty() || ec != std::errc() || end != number.data() + number.size()) {
