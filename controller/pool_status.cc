@@ -17,31 +17,36 @@ api::Condition Make(std::string_view type, const char* status, const char* reaso
           .observed_generation = generation};
 }
 
+// The first kErrorsInMessage of `items`, each as `text` writes it, `separator` between them, then
+// how many more: "a, b, c, d, e (and 3 more)".
+template <class Item, class Text>
+std::string FirstFew(const std::vector<Item>& items, std::string_view separator, Text text) {
+  std::string out;
+  const std::size_t shown = std::min(items.size(), kErrorsInMessage);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0) out.append(separator);
+    out.append(text(items[i]));
+  }
+  if (items.size() > shown) {
+    out.append(" (and ").append(std::to_string(items.size() - shown)).append(" more)");
+  }
+  return out;
+}
+
+const std::string& Itself(const std::string& s) { return s; }
+
 // "; no spec.energy.profiles entry matches accelerator A, B (and 3 more): ..."; "" for none.
 std::string MissingProfilesNote(const std::vector<std::string>& accelerators) {
   if (accelerators.empty()) return "";
-  std::string out = "; no spec.energy.profiles entry matches accelerator ";
-  const std::size_t shown = std::min(accelerators.size(), kErrorsInMessage);
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (i > 0) out += ", ";
-    out += accelerators[i];
-  }
-  if (accelerators.size() > shown) {
-    out += " (and " + std::to_string(accelerators.size() - shown) + " more)";
-  }
-  return out + ": their workers are weighed by busyness alone";
+  return "; no spec.energy.profiles entry matches accelerator " +
+         FirstFew(accelerators, ", ", Itself) + ": their workers are weighed by busyness alone";
 }
 
 // "zone a: why; zone b: why (and 3 more)".
 std::string ZoneErrors(const std::vector<signals::ZoneIntensityError>& errors) {
-  std::string out;
-  const std::size_t shown = std::min(errors.size(), kErrorsInMessage);
-  for (std::size_t i = 0; i < shown; ++i) {
-    out.append(i > 0 ? "; zone " : "zone ").append(errors[i].zone).append(": ");
-    out.append(errors[i].error);
-  }
-  if (errors.size() > shown) out += " (and " + std::to_string(errors.size() - shown) + " more)";
-  return out;
+  return FirstFew(errors, "; ", [](const signals::ZoneIntensityError& e) {
+    return "zone " + e.zone + ": " + e.error;
+  });
 }
 
 std::string WorkerCount(std::size_t n) {
@@ -51,16 +56,7 @@ std::string WorkerCount(std::size_t n) {
 }  // namespace
 
 std::string DescribeErrors(const std::vector<api::FieldError>& errors) {
-  std::string out;
-  const std::size_t shown = std::min(errors.size(), kErrorsInMessage);
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (i > 0) out += "; ";
-    out += errors[i].ToString();
-  }
-  if (errors.size() > shown) {
-    out += " (and " + std::to_string(errors.size() - shown) + " more)";
-  }
-  return out;
+  return FirstFew(errors, "; ", [](const api::FieldError& e) { return e.ToString(); });
 }
 
 api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, std::size_t workers,
@@ -82,16 +78,10 @@ api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, st
                 generation);
   }
   if (!readings.pending.empty()) {
-    const std::vector<std::string>& pending = readings.pending;
-    std::string zones;
-    for (std::size_t i = 0; i < std::min(pending.size(), kErrorsInMessage); ++i) {
-      zones.append(i == 0 ? "" : ", ").append(pending[i]);
-    }
-    if (pending.size() > kErrorsInMessage) {
-      zones += " (and " + std::to_string(pending.size() - kErrorsInMessage) + " more)";
-    }
     return Make(type, "Unknown", reasons::kZonesPending,
-                "waiting for the source's first answer for zone " + zones, generation);
+                "waiting for the source's first answer for zone " +
+                    FirstFew(readings.pending, ", ", Itself),
+                generation);
   }
   if (!readings.held.empty()) {
     return Make(type, "True", reasons::kLastValuesHeld,
