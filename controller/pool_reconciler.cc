@@ -170,12 +170,10 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
 carbon::ZoneReadings PoolReconciler::ReadGrid(const std::string& key,
                                               const api::InferencePool& pool,
                                               const std::vector<routing::Worker>& workers) {
-  std::vector<std::string> zones;
+  std::vector<std::string> zones;  // one per zoned worker: the source sorts them and drops repeats
   for (const routing::Worker& w : workers) {
     if (!w.capability.zone.empty()) zones.push_back(w.capability.zone);
   }
-  std::sort(zones.begin(), zones.end());
-  zones.erase(std::unique(zones.begin(), zones.end()), zones.end());
   if (options_.grid != nullptr) return options_.grid->Track(key, pool, zones);
   return carbon::StaticReadings(pool.spec.carbon, zones, clock_.Now());
 }

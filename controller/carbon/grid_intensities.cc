@@ -144,6 +144,7 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
   if (carbon.config_map_ref) config_map = pool.ns + "/" + carbon.config_map_ref->name;
   const std::string sdk_url = carbon.carbon_aware_sdk ? carbon.carbon_aware_sdk->url : "";
   const bool live = !config_map.empty() || !sdk_url.empty();
+  const std::chrono::seconds hold(std::max(0, carbon.max_stale_seconds));
   std::unique_ptr<Watch> unused;
   ZoneReadings out;
   {
@@ -151,8 +152,7 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
     if (stopped_) return live ? ZoneReadings{.pending = zones} : StaticReadings(carbon, zones, now);
     auto it = pools_.find(pool_key);
     const bool fresh = it == pools_.end() || it->second.config_map != config_map ||
-                       it->second.sdk_url != sdk_url ||
-                       it->second.hold_seconds != carbon.max_stale_seconds;
+                       it->second.sdk_url != sdk_url || it->second.table.hold() != hold;
     std::string released;  // the ConfigMap the pool read until now, when it changed
     if (fresh) {
       if (it != pools_.end() && it->second.config_map != config_map) {
@@ -160,10 +160,8 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
       }
       PoolTrack track{.config_map = config_map,
                       .sdk_url = sdk_url,
-                      .hold_seconds = carbon.max_stale_seconds,
                       .zones = {},
-                      .table = signals::ZoneIntensities(
-                          std::chrono::seconds(std::max(0, carbon.max_stale_seconds)))};
+                      .table = signals::ZoneIntensities(hold)};
       it = pools_.insert_or_assign(pool_key, std::move(track)).first;
     }
     PoolTrack& track = it->second;

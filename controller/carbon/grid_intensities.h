@@ -20,7 +20,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,8 +58,9 @@ ZoneReadings StaticReadings(const api::CarbonSpec& carbon, std::span<const std::
 class GridSource {
  public:
   virtual ~GridSource() = default;
-  // The intensities of `zones` (the zones of the pool's workers) now, from pool.spec.carbon's
-  // source, which this starts (or goes on) watching or polling for the pool.
+  // The intensities of `zones` (the zones of the pool's workers, in any order, repeats allowed)
+  // now, from pool.spec.carbon's source, which this starts (or goes on) watching or polling for
+  // the pool.
   virtual ZoneReadings Track(const std::string& pool_key, const api::InferencePool& pool,
                              std::span<const std::string> zones) = 0;
   // The pool is gone: its table goes, and its ConfigMap or URL when no other pool uses it.
@@ -103,9 +103,8 @@ class GridIntensities final : public GridSource {
  private:
   using Watch = kube::Informer<IntensityConfigMap>;
   struct PoolTrack {
-    std::string config_map;  // "namespace/name" of spec.carbon.configMapRef, else ""
-    std::string sdk_url;     // spec.carbon.carbonAwareSdk.url, else ""
-    std::int32_t hold_seconds = 0;
+    std::string config_map;          // "namespace/name" of spec.carbon.configMapRef, else ""
+    std::string sdk_url;             // spec.carbon.carbonAwareSdk.url, else ""
     std::vector<std::string> zones;  // sorted, distinct
     signals::ZoneIntensities table;
   };
