@@ -46,18 +46,22 @@ std::shared_ptr<const signals::ZoneIntensities> SdkPoller::Readings(const std::s
   return it == tables_.end() ? nullptr : it->second;
 }
 
-void SdkPoller::PollDue() {
+Clock::TimePoint SdkPoller::PollDue() {
   std::map<std::string, std::vector<std::string>> wanted;
   {
     const std::lock_guard lock(mu_);
     wanted = wanted_;
   }
   std::erase_if(sources_, [&](const auto& s) { return !wanted.contains(s.first); });
+  Clock::TimePoint next = Clock::TimePoint::max();
   for (const auto& [url, zones] : wanted) {
-    if (stopping_) return;
+    if (stopping_) break;
     auto& source = sources_[url];
     if (!source) source = std::make_unique<CarbonAwareSdkSource>(fetcher_, options_);
-    if (!source->Poll(url, zones, clock_.Now())) continue;
+    const bool polled = source->Poll(url, zones, clock_.Now());
+    // Every source has been attempted once Poll returns, so it has a next due time.
+    next = std::min(next, source->schedule().NextDue(signals::PollKey(url, zones)).value_or(next));
+    if (!polled) continue;
     {
       const std::lock_guard lock(mu_);
       if (!wanted_.contains(url)) continue;  // forgotten while it was polled
@@ -65,25 +69,13 @@ void SdkPoller::PollDue() {
     }
     if (changed_) changed_(url);
   }
+  return next;
 }
 
 void SdkPoller::Run() {
   while (!stopping_) {
     const Wakeup::Ticket ticket = wake_.TakeTicket();
-    PollDue();
-    Clock::TimePoint next = Clock::TimePoint::max();
-    for (const auto& [url, source] : sources_) {
-      std::vector<std::string> zones;
-      {
-        const std::lock_guard lock(mu_);
-        const auto it = wanted_.find(url);
-        if (it == wanted_.end()) continue;
-        zones = it->second;
-      }
-      const auto due = source->schedule().NextDue(signals::PollKey(url, zones));
-      next = std::min(next, due.value_or(clock_.Now()));
-    }
-    wake_.SleepUntilNotified(next, ticket);
+    wake_.SleepUntilNotified(PollDue(), ticket);
   }
 }
 

@@ -55,8 +55,10 @@ class SdkPoller {
   // The URL's table as of its last poll; nullptr before its first (or for a URL not wanted).
   std::shared_ptr<const signals::ZoneIntensities> Readings(const std::string& url) const;
 
-  // Runs one round on the calling thread: polls every URL that is due. For tests without Start().
-  void PollDue();
+  // Runs one round on the calling thread: polls every URL that is due; returns when the next is
+  // due (Clock::TimePoint::max() with nothing wanted). Start()'s thread sleeps until then; tests
+  // call it without Start().
+  Clock::TimePoint PollDue();
 
  private:
   void Run();
