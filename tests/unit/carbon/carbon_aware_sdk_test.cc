@@ -23,13 +23,10 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using ::testing::HasSubstr;
+using testing::kTwoZones;
 using ::testing::StartsWith;
 
 const signals::SteadyTime kT0 = signals::SteadyTime{} + hours(100);
-
-const char* const kTwoZones =
-    R"([{"location":"eastus","time":"2022-05-17T20:45:11.5092741+00:00","rating":70},)"
-    R"({"location":"westus","time":"2022-05-17T20:45:11.5092741+00:00","rating":64}])";
 
 TEST(UrlEscapeTest, EscapesAllButUnreserved) {
   EXPECT_EQ(UrlEscape("eastus"), "eastus");

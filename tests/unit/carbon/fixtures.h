@@ -1,4 +1,5 @@
-// The Carbon Aware SDK docs' answers in tests/unit/carbon/fixtures/ (copies of
+// The Carbon Aware SDK docs' answers in tests/unit/carbon/fixtures/, and one answer of our own
+// (copies of
 // ../shared/metrics-samples/carbon-aware-sdk-*.json; their sources are in fixtures/SOURCES.md).
 //
 //   std::string body = eoc::controller::carbon::testing::Fixture("carbon-aware-...-docs.json");
@@ -11,6 +12,11 @@
 #include <string>
 
 namespace eoc::controller::carbon::testing {
+
+// An answer to /emissions/bylocations for eastus (70 g/kWh) and westus (64), as the SDK writes it.
+inline constexpr const char* kTwoZones =
+    R"([{"location":"eastus","time":"2022-05-17T20:45:11.5092741+00:00","rating":70},)"
+    R"({"location":"westus","time":"2022-05-17T20:45:11.5092741+00:00","rating":64}])";
 
 inline std::string Fixture(const std::string& name) {
   std::ifstream in(std::string(EOC_CARBON_FIXTURES_DIR) + "/" + name, std::ios::binary);

@@ -14,6 +14,7 @@
 #include "eventually.h"
 #include "fake_carbon_sdk.h"
 #include "fake_transport.h"
+#include "fixtures.h"
 
 namespace eoc::controller::carbon {
 namespace {
@@ -24,9 +25,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-const char* const kTwoZones = R"([{"location":"eastus","time":"2022-05-17T20:45:11Z","rating":70},)"
-                              R"({"location":"westus","time":"2022-05-17T20:45:11Z","rating":64}])";
+using testing::kTwoZones;
 
 api::InferencePool Pool() {
   api::InferencePool pool;

@@ -11,6 +11,7 @@
 
 #include "eventually.h"
 #include "fake_carbon_sdk.h"
+#include "fixtures.h"
 
 namespace eoc::controller::carbon {
 namespace {
@@ -20,9 +21,7 @@ using eoc::testing::FakeCarbonSdk;
 using std::chrono::hours;
 using std::chrono::minutes;
 using ::testing::HasSubstr;
-
-const char* const kTwoZones = R"([{"location":"eastus","time":"2022-05-17T20:45:11Z","rating":70},)"
-                              R"({"location":"westus","time":"2022-05-17T20:45:11Z","rating":64}])";
+using testing::kTwoZones;
 
 class SdkPollerTest : public ::testing::Test {
  protected:
