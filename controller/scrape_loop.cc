@@ -16,10 +16,24 @@ const telemetry::Logger& Log() {
 
 double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
+// The entry of `key` whose fetch `fetch` is in flight, now no longer; nullptr when the entry left
+// (or left and came back) meanwhile.
+template <class Map>
+typename Map::mapped_type* Answered(Map& entries, const typename Map::key_type& key,
+                                    std::uint64_t fetch) {
+  const auto found = entries.find(key);
+  if (found == entries.end() || found->second.fetch != fetch || !found->second.in_flight) {
+    return nullptr;
+  }
+  found->second.in_flight = false;
+  return &found->second;
+}
+
 }  // namespace
 
 struct ScrapeLoop::Arrival {
   std::string pool;
+  std::string exporter;  // the exporter's pod key; "" for a worker's page
   routing::WorkerKey worker = 0;
   std::uint64_t fetch = 0;
   FetchResult result;
@@ -144,6 +158,10 @@ void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
     // A new worker, or a new profile (the slope's bounds): its energy starts afresh.
     if (!known || state.target.profile != target.profile) {
       state.energy = signals::WorkerEnergy(target.profile);
+    } else if (state.target.exporter != target.exporter) {
+      state.energy.Miss();  // another exporter's counter
+      state.awaiting_exporter = 0;
+      state.exporter_taken.reset();
     }
     state.target = target;
     workers.insert_or_assign(target.key, std::move(state));
@@ -152,6 +170,17 @@ void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
     if (options_.metrics != nullptr) options_.metrics->RemoveWorker(key, gone.target.pod);
   }
   entry.workers = std::move(workers);
+  std::map<std::string, ExporterState> exporters;
+  for (const ExporterTarget& target : pool->exporters) {
+    auto old = entry.exporters.find(target.pod);
+    ExporterState state;
+    if (old != entry.exporters.end() && old->second.target == target) {
+      state = std::move(old->second);
+    }
+    state.target = target;
+    exporters.insert_or_assign(target.pod, std::move(state));
+  }
+  entry.exporters = std::move(exporters);
   if (added) {
     entry.next_round = now;  // a new pool is scraped at once
   } else if (entry.spec.interval != pool->interval) {
@@ -172,24 +201,39 @@ void ScrapeLoop::StartRound(const std::string& key, PoolEntry& pool, Clock::Time
       options_.directory != nullptr ? options_.directory->Find(key) : nullptr;
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::min(pool.spec.timeout, pool.spec.interval));
+  // The callback that queues a fetch's answer for the loop as `arrival`.
+  const auto arrive = [this](Arrival arrival) -> MetricsFetcher::Callback {
+    return [inbox = inbox_, arrival = std::move(arrival)](FetchResult result) mutable {
+      arrival.result = std::move(result);
+      inbox->Arrive(std::move(arrival));
+    };
+  };
   std::vector<std::pair<FetchRequest, MetricsFetcher::Callback>> fetches;
-  fetches.reserve(pool.workers.size());
+  fetches.reserve(pool.workers.size() + pool.exporters.size());
   for (auto& [worker, w] : pool.workers) {
     if (w.in_flight) continue;  // the last round's fetch is still out: not twice at once
     w.in_flight = true;
     w.fetch = ++fetches_;
+    w.round = pool.rounds;
     w.started = now;
     w.state = state;
     w.mark = state != nullptr ? state->MarkScrape(worker) : std::nullopt;
-    fetches.emplace_back(
-        FetchRequest{.pod = w.target.pod,
-                     .address = w.target.address,
-                     .path = pool.spec.path,
-                     .timeout = timeout},
-        [inbox = inbox_, key, worker = worker, fetch = w.fetch](FetchResult result) {
-          inbox->Arrive(
-              {.pool = key, .worker = worker, .fetch = fetch, .result = std::move(result)});
-        });
+    fetches.emplace_back(FetchRequest{.pod = w.target.pod,
+                                      .address = w.target.address,
+                                      .path = pool.spec.path,
+                                      .timeout = timeout},
+                         arrive({.pool = key, .worker = worker, .fetch = w.fetch}));
+  }
+  for (auto& [pod, e] : pool.exporters) {
+    if (e.in_flight || pool.maps->energy.empty()) continue;  // Static: nothing to read there
+    e.in_flight = true;
+    e.fetch = ++fetches_;
+    e.round = pool.rounds;
+    fetches.emplace_back(FetchRequest{.pod = e.target.pod,
+                                      .address = e.target.address,
+                                      .path = pool.spec.exporter_path,
+                                      .timeout = timeout},
+                         arrive({.pool = key, .exporter = pod, .fetch = e.fetch}));
   }
   Publish(key, pool);
   for (auto& [request, done] : fetches) {
@@ -205,16 +249,16 @@ void ScrapeLoop::StartRound(const std::string& key, PoolEntry& pool, Clock::Time
 }
 
 void ScrapeLoop::Finish(Arrival arrival) {
+  if (!arrival.exporter.empty()) {
+    FinishExporter(std::move(arrival));
+    return;
+  }
   const auto p = pools_.find(arrival.pool);
   if (p == pools_.end()) return;
   PoolEntry& pool = p->second;
-  const auto found = pool.workers.find(arrival.worker);
-  if (found == pool.workers.end() || found->second.fetch != arrival.fetch ||
-      !found->second.in_flight) {
-    return;  // the worker left (or left and came back) meanwhile
-  }
-  WorkerState& w = found->second;
-  w.in_flight = false;
+  WorkerState* const answered = Answered(pool.workers, arrival.worker, arrival.fetch);
+  if (answered == nullptr) return;
+  WorkerState& w = *answered;
   const ScrapeReading reading = ReadScrape(arrival.result, *pool.maps, w.target.pod);
   const bool ok = reading.result == ScrapeResult::kOk;
   routing::Load load;  // unavailable
@@ -226,9 +270,16 @@ void ScrapeLoop::Finish(Arrival arrival) {
                         f.generation_tokens_total.value_or(0));
     }
     load = LoadOf(f, rate);
+    w.tokens_per_second = rate ? std::optional(rate->tokens_per_second()) : std::nullopt;
+    const bool was_own = w.own_energy;
+    w.own_energy = reading.energy.has_value();
+    w.awaiting_exporter = 0;
+    if (was_own != w.own_energy) w.energy.Miss();  // the other source's counter until now
     if (reading.energy) {
-      w.energy.Observe(arrival.at, *reading.energy,
-                       rate ? std::optional(rate->tokens_per_second()) : std::nullopt);
+      w.energy.Observe(arrival.at, *reading.energy, w.tokens_per_second);
+    } else if (!w.target.exporter.empty()) {
+      w.awaiting_exporter = w.round;
+      TakeExporterReading(w, pool);
     } else {
       w.energy.Miss();
     }
@@ -236,6 +287,7 @@ void ScrapeLoop::Finish(Arrival arrival) {
     load.grid_g_per_kwh = w.target.grid_g_per_kwh;
   } else {
     w.energy.Miss();
+    w.awaiting_exporter = 0;
   }
   const std::shared_ptr<routing::PoolState> state =
       options_.directory != nullptr ? options_.directory->Find(arrival.pool) : nullptr;
@@ -282,6 +334,65 @@ void ScrapeLoop::Finish(Arrival arrival) {
     }
   }
   Publish(arrival.pool, pool);
+}
+
+void ScrapeLoop::FinishExporter(Arrival arrival) {
+  const auto p = pools_.find(arrival.pool);
+  if (p == pools_.end()) return;
+  PoolEntry& pool = p->second;
+  ExporterState* const answered = Answered(pool.exporters, arrival.exporter, arrival.fetch);
+  if (answered == nullptr) return;
+  ExporterState& e = *answered;
+  ExporterReading reading = ReadExporterPage(arrival.result, *pool.maps);
+  const bool ok = reading.result == ScrapeResult::kOk;
+  if (ok != e.ok || (!ok && e.answered == 0)) {  // logged as it changes
+    if (ok) {
+      Log().Info("scraping energy exporter", {{"pool", arrival.pool},
+                                              {"exporter", arrival.exporter},
+                                              {"pods", std::to_string(reading.pods.size())}});
+    } else {
+      Log().Warn("energy exporter scrape failed",
+                 {{"pool", arrival.pool},
+                  {"exporter", arrival.exporter},
+                  {"result", std::string(ResultName(reading.result))},
+                  {"error", reading.message}});
+    }
+  }
+  if (reading.truncated && !e.ok) {
+    Log().Warn("energy exporter page lists too many pods: the rest are dropped",
+               {{"pool", arrival.pool},
+                {"exporter", arrival.exporter},
+                {"max", std::to_string(signals::EnergyMap::kMaxPods)}});
+  }
+  e.ok = ok;
+  e.pods = ok ? std::move(reading.pods) : std::map<std::string, signals::PodEnergy>{};
+  e.at = arrival.at;
+  e.answered = e.round;
+  for (auto& [key, w] : pool.workers) {
+    if (w.target.exporter == arrival.exporter) TakeExporterReading(w, pool);
+  }
+}
+
+void ScrapeLoop::TakeExporterReading(WorkerState& w, const PoolEntry& pool) {
+  if (w.awaiting_exporter == 0) return;
+  const auto found = pool.exporters.find(w.target.exporter);
+  if (found == pool.exporters.end()) {  // not among the pool's exporters: cannot happen
+    w.awaiting_exporter = 0;
+    w.energy.Miss();
+    return;
+  }
+  const ExporterState& e = found->second;
+  // Not yet answered for this round, or this answer is taken already (it answered a later round
+  // before this worker's page of an earlier one came back).
+  if (e.answered < w.awaiting_exporter || w.exporter_taken == e.at) return;
+  w.awaiting_exporter = 0;
+  w.exporter_taken = e.at;
+  const auto pod = e.pods.find(w.target.pod);
+  if (e.ok && pod != e.pods.end()) {
+    w.energy.Observe(e.at, pod->second, w.tokens_per_second);
+  } else {
+    w.energy.Miss();
+  }
 }
 
 void ScrapeLoop::Publish(const std::string& key, const PoolEntry& pool) {

@@ -8,6 +8,13 @@
 // parse, a page without the engine's running series) marks that worker's metrics unavailable and
 // touches no other worker or the pool's interval.
 //
+// A worker whose own page carries no power series takes its watts from its node's energy exporter
+// (ScrapeTarget::exporter): each exporter a pool's targets name is fetched once a round, with the
+// workers, and its page read once for all of them. A worker's figures pair its page and the
+// exporter's page of the same round, whichever comes back first; when the exporter's comes back
+// later, the worker's gauges and marginal show it from its next scrape. A failed exporter fetch, or
+// a page without the worker's pod, leaves the worker's watts unknown for that round.
+//
 //   ScrapeLoop loop({.direct = &direct, .proxy = &proxy}, {.directory = &directory,
 //                   .metrics = &scrape_metrics}, RealClock());
 //   loop.Start();
@@ -84,7 +91,14 @@ class ScrapeLoop final : public ScrapePools {
   struct WorkerState {
     ScrapeTarget target;
     signals::TokenRate rate;
-    signals::WorkerEnergy energy;  // its watts and marginal joules per token, from its own page
+    // Its watts and marginal joules per token, from its own page or its node's exporter.
+    signals::WorkerEnergy energy;
+    bool own_energy = false;                  // its last good page carried its power series
+    std::optional<double> tokens_per_second;  // of its last good page
+    std::uint64_t round = 0;                  // of the fetch in flight, or of the last one
+    // The round whose good page (without power series) waits for the exporter's; 0: none.
+    std::uint64_t awaiting_exporter = 0;
+    std::optional<Clock::TimePoint> exporter_taken;  // the exporter answer it last took
     bool in_flight = false;
     std::uint64_t fetch = 0;  // the fetch in flight, so a late answer of an old one is dropped
     Clock::TimePoint started{};
@@ -96,10 +110,21 @@ class ScrapeLoop final : public ScrapePools {
     std::uint32_t good_in_a_row = kSteadyScrapes;
     std::uint64_t results = 0;  // scrapes finished
   };
+  struct ExporterState {
+    ExporterTarget target;
+    bool in_flight = false;
+    std::uint64_t fetch = 0;
+    std::uint64_t round = 0;     // of the fetch in flight, or of the last one
+    std::uint64_t answered = 0;  // the round of the last answer; 0: none yet
+    bool ok = false;             // the last answer was a page with energy series
+    std::map<std::string, signals::PodEnergy> pods;  // of the last good page, by pod key
+    Clock::TimePoint at{};                           // when it came back
+  };
   struct PoolEntry {
     ScrapePool spec;
     std::shared_ptr<const PageMaps> maps;
     std::unordered_map<routing::WorkerKey, WorkerState> workers;
+    std::map<std::string, ExporterState> exporters;  // by pod key
     Clock::TimePoint next_round{};
     std::optional<Clock::TimePoint> last_round;
     std::uint64_t rounds = 0;
@@ -110,6 +135,10 @@ class ScrapeLoop final : public ScrapePools {
   void Apply(const std::string& key, std::optional<ScrapePool> pool, Clock::TimePoint now);
   void StartRound(const std::string& key, PoolEntry& pool, Clock::TimePoint now);
   void Finish(Arrival arrival);
+  void FinishExporter(Arrival arrival);
+  // Gives `w` the exporter's reading of the round its page waits for, once the exporter has
+  // answered that round (or a later one).
+  static void TakeExporterReading(WorkerState& w, const PoolEntry& pool);
   void Publish(const std::string& key, const PoolEntry& pool);
 
   const ScrapeFetchers fetchers_;

@@ -37,23 +37,42 @@ void AddTo(std::optional<double>& sum, const std::optional<double>& value) {
   if (value) sum = sum.value_or(0) + *value;
 }
 
-// The reading of `pod` ("namespace/name") on the page by the first of `maps` that has one.
-std::optional<signals::PodEnergy> EnergyOf(const signals::Page& page,
-                                           const std::vector<signals::EnergyMap>& maps,
-                                           std::string_view pod) {
-  const auto slash = pod.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  const std::string_view ns = pod.substr(0, slash);
-  const std::string_view name = pod.substr(slash + 1);
+// The fetched page parsed keeping `keep`; nullopt, with why in `result` and `message`, for a
+// fetch error or a page that does not parse.
+std::optional<signals::Page> ParseFetched(const FetchResult& fetched,
+                                          const signals::FamilyFilter& keep, ScrapeResult& result,
+                                          std::string& message) {
+  if (!fetched.ok()) {
+    result = ResultOf(fetched.error->kind);
+    message = fetched.error->message;
+    return std::nullopt;
+  }
+  signals::ParseResult parsed = signals::ParseExposition(fetched.body, {.keep = keep});
+  if (!parsed.ok()) {
+    result = ScrapeResult::kParseError;
+    message = parsed.error().ToString();
+    return std::nullopt;
+  }
+  return parsed.TakePage();
+}
+
+// Each pod's reading on the page ("namespace/name" -> it) by the first of `maps` that has one
+// with a figure; `truncated` is set when a map dropped pods past its bound.
+std::map<std::string, signals::PodEnergy> PodsOf(const signals::Page& page,
+                                                 const std::vector<signals::EnergyMap>& maps,
+                                                 bool* truncated) {
+  std::map<std::string, signals::PodEnergy> pods;
   for (const signals::EnergyMap& map : maps) {
     signals::EnergyReading reading = map.Read(page);
+    if (reading.truncated && truncated != nullptr) *truncated = true;
     for (signals::PodEnergy& e : reading.pods) {
-      if (e.pod_namespace == ns && e.pod == name && (e.watts || e.joules_total)) {
-        return std::move(e);
-      }
+      if (!e.watts && !e.joules_total) continue;
+      std::string key = e.pod_namespace;
+      key.append("/").append(e.pod);
+      pods.try_emplace(std::move(key), std::move(e));
     }
   }
-  return std::nullopt;
+  return pods;
 }
 
 }  // namespace
@@ -81,20 +100,12 @@ ScrapeReading ReadScrape(const FetchResult& fetched, const signals::EngineMap& m
 ScrapeReading ReadScrape(const FetchResult& fetched, const PageMaps& maps, std::string_view pod) {
   const signals::EngineMap& map = maps.engine;
   ScrapeReading reading;
-  if (!fetched.ok()) {
-    reading.result = ResultOf(fetched.error->kind);
-    reading.message = fetched.error->message;
-    return reading;
-  }
-  const signals::ParseResult parsed = signals::ParseExposition(fetched.body, {.keep = maps.keep});
-  if (!parsed.ok()) {
-    reading.result = ScrapeResult::kParseError;
-    reading.message = parsed.error().ToString();
-    return reading;
-  }
+  const std::optional<signals::Page> page =
+      ParseFetched(fetched, maps.keep, reading.result, reading.message);
+  if (!page) return reading;
   bool running = false;
   WorkerFigures& f = reading.figures;
-  for (const signals::ModelFigures& m : map.Read(parsed.page())) {
+  for (const signals::ModelFigures& m : map.Read(*page)) {
     if (m.running) {
       running = true;
       f.running += *m.running;
@@ -112,7 +123,30 @@ ScrapeReading ReadScrape(const FetchResult& fetched, const PageMaps& maps, std::
     reading.message = "the page has no running-requests series of the engine";
     return reading;
   }
-  if (!maps.energy.empty()) reading.energy = EnergyOf(parsed.page(), maps.energy, pod);
+  if (!maps.energy.empty()) {
+    auto pods = PodsOf(*page, maps.energy, nullptr);
+    const auto it = pods.find(std::string(pod));
+    if (it != pods.end()) reading.energy = std::move(it->second);
+  }
+  return reading;
+}
+
+ExporterReading ReadExporterPage(const FetchResult& fetched, const PageMaps& maps) {
+  ExporterReading reading;
+  const std::optional<signals::Page> page =
+      ParseFetched(fetched, maps.keep, reading.result, reading.message);
+  if (!page) return reading;
+  reading.pods = PodsOf(*page, maps.energy, &reading.truncated);
+  if (reading.pods.empty()) {
+    bool any = false;  // a page with the series but no pod attributed is fine: idle GPUs
+    for (const signals::EnergyMap& map : maps.energy) {
+      for (const std::string& family : map.families()) any = any || page->Find(family) != nullptr;
+    }
+    if (!any) {
+      reading.result = ScrapeResult::kMissingSeries;
+      reading.message = "the page has none of the energy exporters' series (DCGM, Kepler)";
+    }
+  }
   return reading;
 }
 

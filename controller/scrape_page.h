@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,18 @@ PageMaps PageMapsOf(signals::EngineMap engine, api::EnergySource source);
 ScrapeReading ReadScrape(const FetchResult& fetched, const PageMaps& maps, std::string_view pod);
 // The same with the engine's map alone (no energy is read).
 ScrapeReading ReadScrape(const FetchResult& fetched, const signals::EngineMap& map);
+
+// One fetch of a node's energy exporter (dcgm-exporter, Kepler: a DaemonSet pod), read through
+// the pool's energy maps.
+struct ExporterReading {
+  // kOk; a fetch error or kParseError; kMissingSeries: none of the maps' series is on the page.
+  ScrapeResult result = ScrapeResult::kOk;
+  std::string message;  // for failures: why
+  // For kOk: each pod's power ("namespace/name" -> its reading by the first map that has one).
+  std::map<std::string, signals::PodEnergy> pods;
+  bool truncated = false;  // some map read at most EnergyMap::kMaxPods pods and dropped the rest
+};
+ExporterReading ReadExporterPage(const FetchResult& fetched, const PageMaps& maps);
 
 // The routing Load of a good scrape: running, waiting, KV-cache use, blocks (total and free, when
 // the engine gives the block size and count), tokens per second (`rate`; 0 without one),

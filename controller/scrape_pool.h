@@ -35,8 +35,20 @@ struct ScrapeTarget {
   // Its zone's grid intensity, gCO2e/kWh (spec.carbon.static by the worker's zone; 0: unknown),
   // for its grams-per-token gauge.
   double grid_g_per_kwh = 0;
+  // The pod ("namespace/name") of the energy exporter on its node, one of ScrapePool::exporters,
+  // whose page gives its watts when its own page carries none; "" for none.
+  std::string exporter;
 
   bool operator==(const ScrapeTarget&) const = default;
+};
+
+// A node's energy exporter (a dcgm-exporter or Kepler DaemonSet pod): scraped once a round, for
+// every worker of the pool on its node.
+struct ExporterTarget {
+  std::string pod;      // "namespace/name"
+  std::string address;  // "podIP:port"
+
+  bool operator==(const ExporterTarget&) const = default;
 };
 
 struct ScrapePool {
@@ -51,6 +63,9 @@ struct ScrapePool {
   // Static).
   api::EnergySource energy_source = api::EnergySource::kAuto;
   std::vector<ScrapeTarget> targets;  // sorted by pod
+  // The exporters the targets name, sorted by pod, and the path of their pages.
+  std::vector<ExporterTarget> exporters;
+  std::string exporter_path = "/metrics";
 
   bool operator==(const ScrapePool&) const = default;
 };

@@ -75,6 +75,12 @@ class FakeFetcher final : public MetricsFetcher {
     const std::lock_guard lock(mu_);
     return last_;
   }
+  // The last request to `address`.
+  FetchRequest LastTo(const std::string& address) const {
+    const std::lock_guard lock(mu_);
+    const auto it = last_to_.find(address);
+    return it == last_to_.end() ? FetchRequest{} : it->second;
+  }
 
   void Fetch(FetchRequest request, Callback done) override {
     std::optional<FetchResult> answer;
@@ -82,6 +88,7 @@ class FakeFetcher final : public MetricsFetcher {
       const std::lock_guard lock(mu_);
       ++requests_[request.address];
       last_ = request;
+      last_to_.insert_or_assign(request.address, request);
       const auto it = answers_.find(request.address);
       if (it == answers_.end()) {
         held_.emplace_back(request.address, std::move(done));
@@ -96,6 +103,7 @@ class FakeFetcher final : public MetricsFetcher {
   mutable std::mutex mu_;
   std::map<std::string, FetchResult> answers_;
   std::map<std::string, int> requests_;
+  std::map<std::string, FetchRequest> last_to_;
   std::deque<std::pair<std::string, Callback>> held_;
   FetchRequest last_;
 };
@@ -367,6 +375,143 @@ TEST_F(ScrapeLoopTest, StaticEnergyReadsNoPowerFromThePages) {
   ASSERT_TRUE(AwaitScrapes(1));
   EXPECT_EQ(Summary().ok, 1U);
   EXPECT_THAT(Exposition(), Not(HasSubstr("eoc_worker_watts{")));
+}
+
+// Workers 0 and 1 on one node whose pages carry no power series, and that node's dcgm-exporter.
+class ExporterScrapeTest : public ScrapeLoopTest {
+ protected:
+  static constexpr const char* kExporter = "gpu/dcgm-exporter-a";
+  static constexpr const char* kExporterAddress = "10.0.9.1:9400";
+
+  ScrapePool ExporterPool() {
+    ScrapePool pool = Pool({0, 1});
+    pool.exporters = {{.pod = kExporter, .address = kExporterAddress}};
+    pool.exporter_path = "/exporter-metrics";
+    for (ScrapeTarget& t : pool.targets) {
+      t.exporter = kExporter;
+      t.profile = {.idle_watts = 100, .max_watts = 700, .max_tokens_per_second = 10000};
+    }
+    return pool;
+  }
+  // The exporter's page: worker i draws watts[i] and has used joules[i] (DCGM's mJ counter).
+  static FetchResult ExporterPage(const std::vector<double>& watts,
+                                  const std::vector<double>& joules) {
+    std::vector<testing::ExporterPod> pods;
+    for (std::size_t i = 0; i < watts.size(); ++i) {
+      pods.push_back({.pod_namespace = "prod",
+                      .pod_name = "w-" + std::to_string(i),
+                      .watts = watts[i],
+                      .joules_total = joules[i]});
+    }
+    return FakeFetcher::Page(testing::RenderExporterMetrics(testing::Exporter::kDcgm, "a", pods));
+  }
+  double Marginal(int i) const {
+    for (const auto& observed : state_->Loads()) {
+      if (observed.worker == Key(i)) return observed.load.marginal_joules_per_token;
+    }
+    return -1;
+  }
+  static std::string Watts(int pod, const std::string& value) {
+    return R"(eoc_worker_watts{namespace="prod",pod="w-)" + std::to_string(pod) +
+           R"(",pool="chat",source="DCGM"} )" + value + "\n";
+  }
+};
+
+// One fetch of the exporter a round serves both workers on its node: each takes its own pod's
+// watts from it, and the slope of those over its token rate becomes its marginal joules.
+TEST_F(ExporterScrapeTest, ANodesExporterGivesEachWorkerOnItsNodeItsWattsAndMarginalJoules) {
+  testing::FakeLoad load[2];
+  double joules[2] = {1000, 5000};
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm(load[0])));
+  fetcher_.Set(Address(1), FakeFetcher::Page(Vllm(load[1])));
+  fetcher_.Set(kExporterAddress, ExporterPage({150, 250}, {joules[0], joules[1]}));
+  loop_.SetPool(ExporterPool());
+  ASSERT_TRUE(AwaitScrapes(2));
+  ASSERT_TRUE(
+      testing::Eventually([&] { return fetcher_.Requests(kExporterAddress) == 1; }, seconds(10)));
+  EXPECT_EQ(fetcher_.LastTo(kExporterAddress).path, "/exporter-metrics");
+  EXPECT_EQ(fetcher_.LastTo(kExporterAddress).pod, kExporter);
+  // Worker 0 at 1000..5000 tokens/s drawing 200 W + 0.05 J a token; worker 1 at 0.2 J a token.
+  const int scrapes = static_cast<int>(signals::MarginalEnergy::kMinPoints) + 1;
+  for (int i = 1; i <= scrapes; ++i) {
+    const std::int64_t rate = 1000 + 500 * (i - 1);
+    double watts[2] = {200 + 0.05 * static_cast<double>(rate),
+                       200 + 0.2 * static_cast<double>(rate)};
+    for (int w = 0; w < 2; ++w) {
+      load[w].generation_tokens_total += rate * 5;
+      joules[w] += watts[w] * 5;
+      fetcher_.Set(Address(w), FakeFetcher::Page(Vllm(load[w])));
+    }
+    fetcher_.Set(kExporterAddress, ExporterPage({1, 1}, {joules[0], joules[1]}));
+    ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * i));
+    ASSERT_TRUE(AwaitScrapes(2 * (static_cast<std::uint64_t>(i) + 1)));
+  }
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return fetcher_.Requests(kExporterAddress) == scrapes + 1; }, seconds(10)));
+  EXPECT_EQ(fetcher_.Requests(Address(0)), scrapes + 1);
+  // The last answer may have come back after the workers' pages: one more round shows it.
+  fetcher_.Set(kExporterAddress, ExporterPage({1, 1}, {joules[0], joules[1]}));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5) * (scrapes + 1)));
+  ASSERT_TRUE(AwaitScrapes(2 * (static_cast<std::uint64_t>(scrapes) + 2)));
+  EXPECT_NEAR(Marginal(0), 0.05, 1e-6);
+  EXPECT_NEAR(Marginal(1), 0.2, 1e-6);
+  EXPECT_EQ(Summary().ok, 2U);
+}
+
+// The exporter's answer and the workers' pages pair by round, whichever comes back first; an
+// exporter that fails leaves the watts unknown but the workers' metrics available.
+TEST_F(ExporterScrapeTest, AnExporterLateOrFailingPairsByRoundAndLeavesTheWorkersAvailable) {
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({.running = 1})));
+  fetcher_.Set(Address(1), FakeFetcher::Page(Vllm({.running = 2})));
+  fetcher_.Hold(kExporterAddress);
+  loop_.SetPool(ExporterPool());
+  ASSERT_TRUE(AwaitScrapes(2));
+  EXPECT_THAT(Exposition(), Not(HasSubstr("eoc_worker_watts{")));
+  // Back after the workers' pages: the next scrape shows the watts (the gauge, no rate yet).
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return fetcher_.Release(kExporterAddress, ExporterPage({150, 250}, {1, 2})) == 1;
+      },
+      seconds(10)));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5)));
+  ASSERT_TRUE(AwaitScrapes(4));
+  // Round 2's exporter answer is held: the workers showed round 1's watts, taken late.
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return Exposition().find(Watts(0, "150")) != std::string::npos; }, seconds(10)));
+  EXPECT_THAT(Exposition(), HasSubstr(Watts(1, "250")));
+  ASSERT_EQ(fetcher_.Release(kExporterAddress, FakeFetcher::Error(FetchErrorKind::kConnectRefused)),
+            1);
+  fetcher_.Set(kExporterAddress, FakeFetcher::Error(FetchErrorKind::kConnectRefused));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(10)));
+  ASSERT_TRUE(AwaitScrapes(6));
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return Exposition().find("eoc_worker_watts{") == std::string::npos; }, seconds(10)));
+  EXPECT_EQ(Summary().ok, 2U);
+}
+
+// A worker whose own page carries its power series reads it there, not from the exporter.
+TEST_F(ExporterScrapeTest, AWorkersOwnPowerSeriesComeFirst) {
+  fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower({.watts = 320}, "w-0")));
+  fetcher_.Set(Address(1), FakeFetcher::Page(Vllm({})));
+  fetcher_.Set(kExporterAddress, ExporterPage({150, 250}, {1, 2}));
+  loop_.SetPool(ExporterPool());
+  ASSERT_TRUE(AwaitScrapes(2));
+  ASSERT_TRUE(AdvanceTo(t0_ + seconds(5)));
+  ASSERT_TRUE(AwaitScrapes(4));
+  EXPECT_THAT(Exposition(), HasSubstr(Watts(0, "320")));
+  EXPECT_THAT(Exposition(), HasSubstr(Watts(1, "250")));
+}
+
+// spec.energy.source Static: no exporter is fetched.
+TEST_F(ExporterScrapeTest, StaticEnergyFetchesNoExporter) {
+  ScrapePool pool = ExporterPool();
+  pool.energy_source = api::EnergySource::kStatic;
+  fetcher_.Set(Address(0), FakeFetcher::Page(Vllm({})));
+  fetcher_.Set(Address(1), FakeFetcher::Page(Vllm({})));
+  fetcher_.Set(kExporterAddress, ExporterPage({150, 250}, {1, 2}));
+  loop_.SetPool(pool);
+  ASSERT_TRUE(AwaitScrapes(2));
+  EXPECT_EQ(fetcher_.Requests(kExporterAddress), 0);
 }
 
 TEST_F(ScrapeLoopTest, AWorkerOrPoolThatLeavesTakesItsStateAndSeries) {

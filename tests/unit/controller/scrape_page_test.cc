@@ -1,6 +1,7 @@
 // A pool's scrape targets (ScrapePoolOf), and one scrape's verdict and Load (ReadScrape, LoadOf).
 #include "controller/scrape_page.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "controller/scrape_pool.h"
@@ -143,6 +144,51 @@ TEST(ScrapePageTest, TheEnergySourceChoosesTheSeriesReadForTheWorker) {
   EXPECT_FALSE(read(api::EnergySource::kStatic, "prod/w-0").energy);
   EXPECT_FALSE(read(api::EnergySource::kAuto, "staging/w-0").energy);
   EXPECT_FALSE(ReadScrape(fetched, signals::EngineMap::Vllm()).energy);
+}
+
+// A node exporter's page gives every pod on it, by the first energy map that has the pod; a page
+// with the series but no pod on them (idle GPUs) is good, a page without any is not.
+TEST(ScrapePageTest, AnExportersPageGivesEachPodOnItsNode) {
+  const PageMaps maps = PageMapsOf(signals::EngineMap::Vllm(), api::EnergySource::kAuto);
+  const std::string dcgm = testing::RenderExporterMetrics(
+      testing::Exporter::kDcgm, "node-a",
+      {{.pod_namespace = "prod", .pod_name = "w-0", .watts = 150, .joules_total = 10},
+       {.pod_namespace = "prod", .pod_name = "w-1", .watts = 250, .joules_total = 20, .gpus = 2}});
+  const ExporterReading reading = ReadExporterPage({.body = dcgm}, maps);
+  ASSERT_EQ(reading.result, ScrapeResult::kOk) << reading.message;
+  ASSERT_EQ(reading.pods.size(), 2U);
+  EXPECT_EQ(reading.pods.at("prod/w-0").watts, 150);
+  EXPECT_EQ(reading.pods.at("prod/w-0").source, signals::EnergySource::kDcgm);
+  EXPECT_EQ(reading.pods.at("prod/w-1").watts, 250);
+  EXPECT_EQ(reading.pods.at("prod/w-1").gpus, 2);
+  EXPECT_FALSE(reading.truncated);
+
+  const std::string kepler = testing::RenderExporterMetrics(
+      testing::Exporter::kKepler, "node-a",
+      {{.pod_namespace = "prod", .pod_name = "w-0", .joules_total = 800}});
+  const ExporterReading k = ReadExporterPage({.body = kepler}, maps);
+  ASSERT_EQ(k.result, ScrapeResult::kOk) << k.message;
+  EXPECT_EQ(k.pods.at("prod/w-0").source, signals::EnergySource::kKeplerLegacy);
+  EXPECT_NEAR(k.pods.at("prod/w-0").joules_total.value_or(0), 800, 1e-6);
+  // DCGM only: Kepler's page has none of its series.
+  const ExporterReading dcgm_only = ReadExporterPage(
+      {.body = kepler}, PageMapsOf(signals::EngineMap::Vllm(), api::EnergySource::kDcgm));
+  EXPECT_EQ(dcgm_only.result, ScrapeResult::kMissingSeries);
+  EXPECT_THAT(dcgm_only.message, ::testing::HasSubstr("energy exporters' series"));
+
+  const ExporterReading idle = ReadExporterPage(
+      {.body = testing::RenderExporterMetrics(testing::Exporter::kDcgm, "a", {})}, maps);
+  EXPECT_EQ(idle.result, ScrapeResult::kOk);
+  EXPECT_TRUE(idle.pods.empty());
+  const std::string vllm =
+      testing::RenderMetrics(testing::Engine::kVllm, {.running = 1}, {}, false);
+  EXPECT_EQ(ReadExporterPage({.body = vllm}, maps).result, ScrapeResult::kMissingSeries);
+  EXPECT_EQ(ReadExporterPage({.body = "\x01 not metrics {\n"}, maps).result,
+            ScrapeResult::kParseError);
+  const ExporterReading refused = ReadExporterPage(
+      {.error = FetchError{.kind = FetchErrorKind::kConnectRefused, .message = "refused"}}, maps);
+  EXPECT_EQ(refused.result, ScrapeResult::kConnectRefused);
+  EXPECT_EQ(refused.message, "refused");
 }
 
 }  // namespace
