@@ -143,7 +143,8 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   if (pool.errors.empty()) grid = ReadGrid(key, pool, workers->workers);
   // After the directory, so that the loop's first scrapes find the pool's state (and its marks).
   if (options_.scrape != nullptr && pool.errors.empty()) {
-    options_.scrape->SetPool(ScrapePoolOf(pool, workers->workers, grid.intensity));
+    // No exporter pods are discovered yet: each worker's watts come from its own page.
+    options_.scrape->SetPool(ScrapePoolOf(pool, *workers, grid.intensity, NodeExporters{}));
   }
   if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
   if (!leading_.load()) return Done();

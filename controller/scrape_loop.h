@@ -18,8 +18,8 @@
 //   ScrapeLoop loop({.direct = &direct, .proxy = &proxy}, {.directory = &directory,
 //                   .metrics = &scrape_metrics}, RealClock());
 //   loop.Start();
-//   loop.SetPool(ScrapePoolOf(pool, members.workers, grid));  // from the reconciler; never blocks
-//   loop.Summary("prod/chat")->ok                      // workers whose last scrape was good
+//   loop.SetPool(ScrapePoolOf(pool, members, grid, exporters));  // from the reconciler; never
+//   blocks loop.Summary("prod/chat")->ok                      // workers whose last scrape was good
 //   loop.Stop();
 //
 // One thread: it starts each pool's round when due (fixed rate from the pool's first round; a

@@ -3,7 +3,7 @@
 // interface through which the reconciler hands them over (ScrapePools), so that it never waits on
 // a scrape.
 //
-//   ScrapePool pool = ScrapePoolOf(inference_pool, members.workers, readings.intensity);
+//   ScrapePool pool = ScrapePoolOf(inference_pool, members, readings.intensity, exporters);
 //   pool.targets[0].address     // "10.0.3.7:9090": the pod IP and spec.metrics.port
 //   scrape_pools.SetPool(std::move(pool));   // each reconcile of a valid pool; cheap if unchanged
 //   scrape_pools.RemovePool("prod/chat");    // the pool is gone
@@ -13,11 +13,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "controller/workers.h"
+#include "kube/pod_view.h"
 #include "routing/ids.h"
 #include "routing/worker.h"
 #include "signals/engine_metrics.h"
@@ -70,12 +73,30 @@ struct ScrapePool {
   bool operator==(const ScrapePool&) const = default;
 };
 
+// A pool's energy exporters (spec.energy.exporter's DaemonSet pods): the one on each node, and
+// the path of their pages.
+struct NodeExporters {
+  std::map<std::string, ExporterTarget> by_node;
+  std::string path = "/metrics";
+
+  bool operator==(const NodeExporters&) const = default;
+};
+
+// The exporter on each node among `pods` (those the exporter's namespace and selector give),
+// each at its pod IP and `port`: only serving pods (IsServing) on a node count, and of two on one
+// node (a rolling update) the first by name.
+NodeExporters ExportersByNode(const std::vector<std::shared_ptr<const kube::PodView>>& pods,
+                              std::int32_t port, std::string path);
+
 // The pool's scrape targets: each worker at its pod IP (the host of its address) and
 // spec.metrics.port, with spec.metrics' path, interval, timeout, access and (engine generic)
-// names, spec.energy.source, and each worker's zone's intensity in `grid_g_per_kwh` (zone ->
-// gCO2e/kWh, what the pool's carbon source gives now).
-ScrapePool ScrapePoolOf(const api::InferencePool& pool, const std::vector<routing::Worker>& workers,
-                        const std::map<std::string, double>& grid_g_per_kwh);
+// names, spec.energy.source, each worker's zone's intensity in `grid_g_per_kwh` (zone ->
+// gCO2e/kWh, what the pool's carbon source gives now), and the exporter on each worker's node
+// (members.notes[i].node) among `exporters` (none under spec.energy.source Static); `exporters`
+// lists just the ones some target names.
+ScrapePool ScrapePoolOf(const api::InferencePool& pool, const PoolMembers& members,
+                        const std::map<std::string, double>& grid_g_per_kwh,
+                        const NodeExporters& exporters);
 
 // The engine map that reads a pool's pages.
 signals::EngineMap EngineMapOf(api::Engine engine, const signals::GenericMetricNames& generic);

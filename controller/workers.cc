@@ -68,6 +68,13 @@ bool IsServing(const kube::PodView& pod) {
          pod.phase == kube::PodPhase::kRunning;
 }
 
+std::string PodAddress(const kube::PodView& pod, std::int32_t port) {
+  const bool v6 = pod.pod_ip.find(':') != std::string::npos;
+  std::string address = v6 ? "[" + pod.pod_ip + "]" : pod.pod_ip;
+  address.append(":").append(std::to_string(port));
+  return address;
+}
+
 bool Selects(const api::InferencePool& pool, const kube::PodView& pod) {
   return pod.ns == pool.ns && !pool.spec.selector.empty() && pool.spec.selector.Matches(pod.labels);
 }
@@ -78,9 +85,7 @@ DescribedWorker DescribeWorker(const kube::PodView& pod, const kube::NodeView* n
   routing::Worker& w = out.worker;
   w.pod = pod.ns + "/" + pod.name;
   w.key = routing::WorkerKeyOf(w.pod);
-  // An IPv6 pod IP is written in brackets, so that the port stays separable.
-  const bool v6 = pod.pod_ip.find(':') != std::string::npos;
-  w.address = (v6 ? "[" + pod.pod_ip + "]" : pod.pod_ip) + ":" + std::to_string(spec.target_port);
+  w.address = PodAddress(pod, spec.target_port);
   w.weight = kEqualWeight;
   out.notes.node = pod.node_name;
   routing::Capability& c = w.capability;

@@ -62,6 +62,9 @@ struct DescribedWorker {
 // A pod that can take requests: Ready, not terminating, with a pod IP.
 bool IsServing(const kube::PodView& pod);
 
+// "podIP:port", an IPv6 pod IP in brackets so that the port stays separable.
+std::string PodAddress(const kube::PodView& pod, std::int32_t port);
+
 // The worker a serving pod of a pool with `spec` makes; `node` may be null (not yet seen). Its
 // `pod` is "namespace/name" and its key WorkerKeyOf that; its energy profile is the spec's for
 // its accelerator product, else for its accelerator class, else none (all zero: FindProfile); its

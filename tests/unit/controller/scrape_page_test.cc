@@ -23,14 +23,17 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
                        .access = api::MetricsAccess::kApiServerProxy};
   pool.spec.energy.source = api::EnergySource::kDcgm;
   pool.spec.carbon.static_intensity = {{"eu-north", 30}};
-  const std::vector<routing::Worker> workers = {
-      {.key = routing::WorkerKeyOf("prod/b"), .pod = "prod/b", .address = "[fd00::7]:8000"},
-      {.key = routing::WorkerKeyOf("prod/a"),
-       .pod = "prod/a",
-       .address = "10.1.2.3:8000",
-       .capability = {.max_concurrency = 64, .zone = "eu-north"},
-       .profile = {.idle_watts = 60, .max_watts = 700, .max_tokens_per_second = 9000}}};
-  const ScrapePool got = ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity);
+  const PoolMembers workers{
+      .workers = {{.key = routing::WorkerKeyOf("prod/b"),
+                   .pod = "prod/b",
+                   .address = "[fd00::7]:8000"},
+                  {.key = routing::WorkerKeyOf("prod/a"),
+                   .pod = "prod/a",
+                   .address = "10.1.2.3:8000",
+                   .capability = {.max_concurrency = 64, .zone = "eu-north"},
+                   .profile = {.idle_watts = 60, .max_watts = 700, .max_tokens_per_second = 9000}}},
+      .notes = {}};
+  const ScrapePool got = ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity, {});
   EXPECT_EQ(got.key, "prod/chat");
   EXPECT_EQ(got.engine, api::Engine::kSglang);
   EXPECT_EQ(got.path, "/stats");
@@ -47,9 +50,11 @@ TEST(ScrapePoolTest, TargetsArePodIpsAtTheMetricsPort) {
   EXPECT_EQ(got.targets[0].grid_g_per_kwh, 30);
   EXPECT_EQ(got.targets[1].grid_g_per_kwh, 0);  // no zone
   EXPECT_EQ(got.targets[1].address, "[fd00::7]:9090");
-  EXPECT_EQ(got, ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity));
+  EXPECT_TRUE(got.exporters.empty());
+  EXPECT_EQ(got.targets[0].exporter, "");
+  EXPECT_EQ(got, ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity, {}));
   pool.spec.metrics.interval_seconds = 8;
-  EXPECT_NE(got, ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity));
+  EXPECT_NE(got, ScrapePoolOf(pool, workers, pool.spec.carbon.static_intensity, {}));
 }
 
 // A generic pool's names come from spec.metrics.names, and its pages are read by them.
@@ -60,7 +65,7 @@ TEST(ScrapePoolTest, AGenericPoolReadsTheSpecsNames) {
   pool.spec.target_port = 8000;
   pool.spec.engine = api::Engine::kGeneric;
   pool.spec.metrics.names = {.running = "llm_active", .waiting = "llm_queued"};
-  const ScrapePool got = ScrapePoolOf(pool, {}, {});
+  const ScrapePool got = ScrapePoolOf(pool, {}, {}, {});
   EXPECT_EQ(got.generic_names.running, "llm_active");
   EXPECT_EQ(got.generic_names.waiting, "llm_queued");
   const std::string page =
@@ -71,7 +76,58 @@ TEST(ScrapePoolTest, AGenericPoolReadsTheSpecsNames) {
   EXPECT_EQ(r.figures.running, 4);
   EXPECT_EQ(r.figures.waiting, 1);
   pool.spec.engine = api::Engine::kVllm;  // the names are a generic pool's only
-  EXPECT_EQ(ScrapePoolOf(pool, {}, {}).generic_names, signals::GenericMetricNames{});
+  EXPECT_EQ(ScrapePoolOf(pool, {}, {}, {}).generic_names, signals::GenericMetricNames{});
+}
+
+// The exporter on each node: serving pods only, the first by name when a rollout runs two; each
+// worker names its node's, and the pool lists the ones named (none under Static).
+TEST(ScrapePoolTest, EachWorkerTakesTheExporterOnItsNode) {
+  const auto pod = [](const std::string& name, const std::string& ip, const std::string& node,
+                      bool ready = true) {
+    kube::PodView p;
+    p.ns = "gpu";
+    p.name = name;
+    p.pod_ip = ip;
+    p.node_name = node;
+    p.phase = kube::PodPhase::kRunning;
+    p.ready = ready;
+    return std::make_shared<const kube::PodView>(std::move(p));
+  };
+  const NodeExporters exporters = ExportersByNode(
+      {pod("dcgm-b", "10.0.1.9", "node-a"), pod("dcgm-a", "10.0.1.8", "node-a"),
+       pod("dcgm-c", "fd00::3", "node-b"), pod("dcgm-d", "10.0.3.1", "node-c", false),
+       pod("dcgm-e", "10.0.4.1", ""), nullptr},
+      9400, "/metrics");
+  ASSERT_EQ(exporters.by_node.size(), 2U);
+  EXPECT_EQ(exporters.by_node.at("node-a"),
+            (ExporterTarget{.pod = "gpu/dcgm-a", .address = "10.0.1.8:9400"}));
+  EXPECT_EQ(exporters.by_node.at("node-b"),
+            (ExporterTarget{.pod = "gpu/dcgm-c", .address = "[fd00::3]:9400"}));
+
+  api::InferencePool pool;
+  pool.ns = "prod";
+  pool.name = "chat";
+  pool.spec.target_port = 8000;
+  PoolMembers members;
+  for (const char* name : {"w-0", "w-1", "w-2"}) {
+    const std::string pod_key = std::string("prod/") + name;
+    members.workers.push_back(
+        {.key = routing::WorkerKeyOf(pod_key), .pod = pod_key, .address = "10.1.0.1:8000"});
+  }
+  members.notes = {{.node = "node-a"}, {.node = "node-a"}, {.node = "node-c"}};
+  ScrapePool got = ScrapePoolOf(pool, members, {}, exporters);
+  ASSERT_EQ(got.targets.size(), 3U);
+  EXPECT_EQ(got.targets[0].exporter, "gpu/dcgm-a");
+  EXPECT_EQ(got.targets[1].exporter, "gpu/dcgm-a");
+  EXPECT_EQ(got.targets[2].exporter, "");  // node-c's exporter is not ready
+  ASSERT_EQ(got.exporters.size(), 1U);     // node-b's serves none of the pool's workers
+  EXPECT_EQ(got.exporters[0].pod, "gpu/dcgm-a");
+  EXPECT_EQ(got.exporter_path, "/metrics");
+
+  pool.spec.energy.source = api::EnergySource::kStatic;
+  got = ScrapePoolOf(pool, members, {}, exporters);
+  EXPECT_TRUE(got.exporters.empty());
+  EXPECT_EQ(got.targets[0].exporter, "");
 }
 
 TEST(ScrapePageTest, AGoodPageGivesTheLoad) {
