@@ -249,13 +249,13 @@ void ScrapeLoop::StartRound(const std::string& key, PoolEntry& pool, Clock::Time
 }
 
 void ScrapeLoop::Finish(Arrival arrival) {
-  if (!arrival.exporter.empty()) {
-    FinishExporter(std::move(arrival));
-    return;
-  }
   const auto p = pools_.find(arrival.pool);
   if (p == pools_.end()) return;
   PoolEntry& pool = p->second;
+  if (!arrival.exporter.empty()) {
+    FinishExporter(pool, std::move(arrival));
+    return;
+  }
   WorkerState* const answered = Answered(pool.workers, arrival.worker, arrival.fetch);
   if (answered == nullptr) return;
   WorkerState& w = *answered;
@@ -336,10 +336,7 @@ void ScrapeLoop::Finish(Arrival arrival) {
   Publish(arrival.pool, pool);
 }
 
-void ScrapeLoop::FinishExporter(Arrival arrival) {
-  const auto p = pools_.find(arrival.pool);
-  if (p == pools_.end()) return;
-  PoolEntry& pool = p->second;
+void ScrapeLoop::FinishExporter(PoolEntry& pool, Arrival arrival) {
   ExporterState* const answered = Answered(pool.exporters, arrival.exporter, arrival.fetch);
   if (answered == nullptr) return;
   ExporterState& e = *answered;
