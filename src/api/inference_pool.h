@@ -147,8 +147,20 @@ struct AcceleratorProfile {
   bool operator==(const AcceleratorProfile&) const = default;
 };
 
+// `energy.exporter`: the node exporters (dcgm-exporter, Kepler) that run as a DaemonSet, one pod
+// a node; a worker whose own page has no power series is read from the one on its node.
+struct EnergyExporterSpec {
+  std::string namespace_name;  // empty: the pool's namespace
+  LabelSelector selector;      // the exporter pods; never empty
+  std::int32_t port = 0;
+  std::string path;  // /metrics when not given, as dcgm-exporter and Kepler serve it
+
+  bool operator==(const EnergyExporterSpec&) const = default;
+};
+
 struct EnergySpec {
   EnergySource source = EnergySource::kAuto;
+  std::optional<EnergyExporterSpec> exporter;
   std::vector<AcceleratorProfile> profiles;
 };
 

@@ -18,13 +18,6 @@ bool IsSpaceOrControl(char c) {
   return byte <= 0x20 || byte == 0x7f;
 }
 
-// One part of a DNS subdomain (an RFC 1123 label): [a-z0-9]([-a-z0-9]*[a-z0-9])?, 1-63 characters.
-bool IsDnsLabel(std::string_view part) {
-  if (part.empty() || part.size() > kMaxLabelNameLength) return false;
-  if (!IsLowerAlnum(part.front()) || !IsLowerAlnum(part.back())) return false;
-  return std::ranges::all_of(part, [](char c) { return IsLowerAlnum(c) || c == '-'; });
-}
-
 // The name part of a label key, or a non-empty label value.
 bool IsLabelName(std::string_view name) {
   if (name.empty() || name.size() > kMaxLabelNameLength) return false;
@@ -38,6 +31,12 @@ bool NoSpaceOrControl(std::string_view text) {
 }
 
 }  // namespace
+
+bool IsDnsLabel(std::string_view text) {
+  if (text.empty() || text.size() > kMaxLabelNameLength) return false;
+  if (!IsLowerAlnum(text.front()) || !IsLowerAlnum(text.back())) return false;
+  return std::ranges::all_of(text, [](char c) { return IsLowerAlnum(c) || c == '-'; });
+}
 
 bool IsDnsSubdomain(std::string_view text) {
   if (text.empty() || text.size() > kMaxDnsSubdomainLength) return false;

@@ -19,6 +19,10 @@ inline constexpr std::size_t kMaxLabelNameLength = 63;
 // digits, '-' and '.', each dot-separated part starting and ending with a letter or digit.
 bool IsDnsSubdomain(std::string_view text);
 
+// RFC 1123 label, as Kubernetes names namespaces: 1-63 characters of lowercase letters, digits
+// and '-', starting and ending with a letter or digit.
+bool IsDnsLabel(std::string_view text);
+
 // A label key: an optional DNS subdomain prefix and '/', then a name of 1-63 characters of
 // [A-Za-z0-9._-] that starts and ends with a letter or digit.
 bool IsLabelKey(std::string_view text);

@@ -108,8 +108,26 @@ void ParseRouting(const ObjectReader& r, RoutingSpec& out) {
   r.Int("publishThreshold", out.publish_threshold, rules::kPublishThreshold);
 }
 
+// `energy.exporter`: set when it reads without errors.
+void ParseExporter(const ObjectReader& e, std::optional<EnergyExporterSpec>& out,
+                   std::vector<FieldError>& errors) {
+  if (e.Get("exporter") == nullptr) return;
+  const std::size_t before = errors.size();
+  const ObjectReader x = e.Object("exporter");
+  if (errors.size() != before) return;  // not an object
+  EnergyExporterSpec exporter{.path = std::string(defaults::kMetricsPath)};
+  x.String("namespace", exporter.namespace_name, rules::kNamespace);
+  if (x.Require("selector")) {
+    exporter.selector = ParseLabelSelector(*x.Get("selector"), x.Path("selector"), errors);
+  }
+  if (x.Require("port")) x.Int("port", exporter.port, rules::kPort);
+  x.String("path", exporter.path, rules::kMetricsPath);
+  if (errors.size() == before) out = std::move(exporter);
+}
+
 void ParseEnergy(const ObjectReader& e, EnergySpec& out, std::vector<FieldError>& errors) {
   e.Enum("source", out.source, kEnergySourceNames);
+  ParseExporter(e, out.exporter, errors);
   const json* profiles = e.Array("profiles", rules::kMaxProfiles);
   if (profiles == nullptr) return;
   std::set<std::string> seen;

@@ -78,6 +78,12 @@ inline constexpr StringRule kAccelerator{
     .expected =
         "must be a label value (as the node label nvidia.com/gpu.product): "
         "[A-Za-z0-9._-], starting and ending with a letter or digit"};
+inline constexpr StringRule kNamespace{
+    .max_length = 63,
+    .valid = IsDnsLabel,
+    .expected =
+        "must be a namespace name: lowercase letters, digits and '-', starting and ending "
+        "with a letter or digit"};
 inline constexpr NumberRange kWatts{.min = 0, .max = 1e6};
 inline constexpr NumberRange kTokensPerSecond{.min = 0, .exclusive_min = true, .max = 1e9};
 

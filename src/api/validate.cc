@@ -165,6 +165,26 @@ void CheckRouting(const RoutingSpec& r, const Checker& check) {
   check.Int("spec.routing.publishThreshold", r.publish_threshold, rules::kPublishThreshold);
 }
 
+void CheckSelects(const std::string& field, const LabelSelector& selector, const Checker& check) {
+  if (selector.empty()) {
+    check.Error(field, "must select something: an empty selector matches every pod");
+  }
+}
+
+void CheckExporter(EnergySource source, const EnergyExporterSpec& x, const Checker& check) {
+  namespace rules = internal::rules;
+  if (source == EnergySource::kStatic) {
+    check.Error("spec.energy.exporter",
+                "must not be set when source is Static, which reads no exporter");
+  }
+  if (!x.namespace_name.empty()) {
+    check.String("spec.energy.exporter.namespace", x.namespace_name, rules::kNamespace);
+  }
+  CheckSelects("spec.energy.exporter.selector", x.selector, check);
+  check.Int("spec.energy.exporter.port", x.port, rules::kPort);
+  check.String("spec.energy.exporter.path", x.path, rules::kMetricsPath);
+}
+
 void CheckEnergy(const EnergySpec& e, const Checker& check) {
   namespace rules = internal::rules;
   if (e.profiles.size() > rules::kMaxProfiles) {
@@ -175,6 +195,7 @@ void CheckEnergy(const EnergySpec& e, const Checker& check) {
   if (e.source == EnergySource::kStatic && e.profiles.empty()) {
     check.Error("spec.energy.profiles", "required when source is Static");
   }
+  if (e.exporter) CheckExporter(e.source, *e.exporter, check);
   for (std::size_t i = 0; i < e.profiles.size(); ++i) {
     const EnergyProfile& p = e.profiles[i].energy;
     const std::string path = "spec.energy.profiles[" + std::to_string(i) + "]";
@@ -229,9 +250,7 @@ void CheckCarbon(const InferencePoolSpec& spec, const Checker& check) {
 std::vector<FieldError> Validate(const InferencePoolSpec& spec) {
   std::vector<FieldError> errors;
   const Checker check(errors);
-  if (spec.selector.empty()) {
-    check.Error("spec.selector", "must select something: an empty selector matches every pod");
-  }
+  CheckSelects("spec.selector", spec.selector, check);
   check.Int("spec.targetPort", spec.target_port, internal::rules::kPort);
   if (spec.models.size() > internal::rules::kMaxModels) {
     check.Error("spec.models", "must have at most " + std::to_string(internal::rules::kMaxModels) +

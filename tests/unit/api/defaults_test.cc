@@ -180,6 +180,23 @@ TEST(Defaults, DownscaleToZeroDelayFollowsDownscaleDelayUnlessGiven) {
   EXPECT_EQ(ParseSpecOk(object).autoscaling.downscale_to_zero_delay_seconds, 0);
 }
 
+TEST(Defaults, AnExporterServesMetricsUnlessItsPathIsGiven) {
+  json object = Minimal();
+  EXPECT_FALSE(ParseSpecOk(object).energy.exporter);
+  object["spec"]["energy"]["exporter"] = {
+      {"selector", {{"matchLabels", {{"app.kubernetes.io/name", "dcgm-exporter"}}}}},
+      {"port", 9400}};
+  const std::optional<EnergyExporterSpec> exporter = ParseSpecOk(object).energy.exporter;
+  ASSERT_TRUE(exporter);
+  EXPECT_EQ(exporter->path, "/metrics");
+  EXPECT_EQ(exporter->namespace_name, "");  // the pool's
+  EXPECT_EQ(exporter->port, 9400);
+  object["spec"]["energy"]["exporter"]["path"] = "/power";
+  object["spec"]["energy"]["exporter"]["namespace"] = "gpu-operator";
+  EXPECT_EQ(ParseSpecOk(object).energy.exporter->path, "/power");
+  EXPECT_EQ(ParseSpecOk(object).energy.exporter->namespace_name, "gpu-operator");
+}
+
 TEST(DefaultsTable, OneRowPerFieldDependentOnesMarked) {
   std::set<std::string> fields;
   std::set<std::string> dependent;
@@ -188,9 +205,10 @@ TEST(DefaultsTable, OneRowPerFieldDependentOnesMarked) {
     EXPECT_FALSE(row.value.empty()) << row.field;
     if (!row.constant) dependent.insert(row.field);
   }
-  EXPECT_EQ(dependent, (std::set<std::string>{"metrics.port", "scaleTargetRef.apiVersion",
-                                              "scaleTargetRef.kind", "autoscaling.enabled",
-                                              "autoscaling.downscaleToZeroDelaySeconds"}));
+  EXPECT_EQ(dependent, (std::set<std::string>{
+                           "metrics.port", "scaleTargetRef.apiVersion", "scaleTargetRef.kind",
+                           "autoscaling.enabled", "autoscaling.downscaleToZeroDelaySeconds",
+                           "energy.exporter.namespace", "energy.exporter.path"}));
 }
 
 TEST(DefaultsMarkdown, OneLinePerRow) {

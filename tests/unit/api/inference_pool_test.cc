@@ -210,6 +210,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{R"({"energy": {"source": "Static"}})", "spec.energy.profiles",
                 "required when source is Static"},
         BadSpec{R"({"energy": {"profiles": {}}})", "spec.energy.profiles", "must be an array"},
+        BadSpec{R"({"energy": {"exporter": "dcgm-exporter"}})", "spec.energy.exporter",
+                "must be an object"},
+        BadSpec{R"({"energy": {"exporter": {"port": 9400}}})", "spec.energy.exporter.selector",
+                "required"},
+        BadSpec{R"({"energy": {"exporter": {"selector": {"matchLabels": {"app": "dcgm"}}}}})",
+                "spec.energy.exporter.port", "required"},
+        BadSpec{R"({"energy": {"exporter": {"selector": {}, "port": 9400}}})",
+                "spec.energy.exporter.selector", "must select something"},
+        BadSpec{R"({"energy": {"exporter": {"selector": {"matchLabels": {"app": "dcgm"}},
+                    "port": 0}}})",
+                "spec.energy.exporter.port", "must be between 1 and 65535, got 0"},
+        BadSpec{R"({"energy": {"exporter": {"selector": {"matchLabels": {"app": "dcgm"}},
+                    "port": 9400, "namespace": "GPU_Operator"}}})",
+                "spec.energy.exporter.namespace", "must be a namespace name"},
+        BadSpec{R"({"energy": {"exporter": {"selector": {"matchLabels": {"app": "dcgm"}},
+                    "port": 9400, "path": "metrics"}}})",
+                "spec.energy.exporter.path", "must be a URL path"},
+        BadSpec{R"({"energy": {"source": "Static", "exporter": {
+                    "selector": {"matchLabels": {"app": "dcgm"}}, "port": 9400}, "profiles": [
+                    {"accelerator": "A", "idleWatts": 1, "maxWatts": 2, "maxTokensPerSecond": 5}]}})",
+                "spec.energy.exporter", "must not be set when source is Static"},
         BadSpec{R"({"energy": {"profiles": [{"accelerator": "A100", "idleWatts": 300,
                     "maxWatts": 200, "maxTokensPerSecond": 10}]}})",
                 "spec.energy.profiles[0].maxWatts", "must be at least idleWatts (300), got 200"},
@@ -407,7 +428,10 @@ TEST(ParseInferencePool, AFullSpec) {
                 "defaultPromptTokens": 1024, "defaultExpectedTokens": 128,
                 "maxConcurrencyPerWorker": 64, "publishIntervalSeconds": 30,
                 "publishThreshold": 125},
-    "energy": {"source": "Kepler", "profiles": [
+    "energy": {"source": "Kepler",
+               "exporter": {"namespace": "kepler", "port": 9102, "path": "/kepler",
+                            "selector": {"matchLabels": {"app.kubernetes.io/name": "kepler"}}},
+               "profiles": [
       {"accelerator": "NVIDIA-H100-80GB-HBM3", "idleWatts": 70, "maxWatts": 700,
        "maxTokensPerSecond": 4000}]},
     "carbon": {"zoneLabel": "topology.kubernetes.io/zone",
@@ -456,6 +480,13 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_EQ(s.routing.publish_interval_seconds, 30);
   EXPECT_EQ(s.routing.publish_threshold, 125);
   EXPECT_EQ(s.energy.source, EnergySource::kKepler);
+  ASSERT_TRUE(s.energy.exporter);
+  EXPECT_EQ(s.energy.exporter->namespace_name, "kepler");
+  EXPECT_EQ(
+      s.energy.exporter->selector,
+      LabelSelector({{"app.kubernetes.io/name", LabelRequirement::Operator::kIn, {"kepler"}}}));
+  EXPECT_EQ(s.energy.exporter->port, 9102);
+  EXPECT_EQ(s.energy.exporter->path, "/kepler");
   ASSERT_EQ(s.energy.profiles.size(), 1U);
   EXPECT_EQ(s.energy.profiles[0].accelerator, "NVIDIA-H100-80GB-HBM3");
   EXPECT_EQ(s.energy.profiles[0].energy.idle_watts, 70);

@@ -142,6 +142,28 @@ TEST(Validate, EnergyProfiles) {
                                                   "must be greater than 0, got 0.0"}));
 }
 
+TEST(Validate, EnergyExporter) {
+  InferencePoolSpec s = Good();
+  s.energy.exporter = EnergyExporterSpec{.port = 70000, .path = "metrics"};
+  EXPECT_THAT(Fields(Validate(s)),
+              ElementsAre("spec.energy.exporter.selector", "spec.energy.exporter.port",
+                          "spec.energy.exporter.path"));
+  s.energy.exporter = EnergyExporterSpec{
+      .namespace_name = "Bad_Namespace",
+      .selector = LabelSelector({{"app", LabelRequirement::Operator::kExists, {}}}),
+      .port = 9400,
+      .path = "/metrics"};
+  EXPECT_THAT(Fields(Validate(s)), ElementsAre("spec.energy.exporter.namespace"));
+  s.energy.exporter->namespace_name = "";  // the pool's
+  EXPECT_THAT(Validate(s), IsEmpty());
+  s.energy.source = EnergySource::kStatic;
+  s.energy.profiles = {{"A100", {50, 400, 2000}}};
+  EXPECT_THAT(Validate(s),
+              ElementsAre(FieldError{"spec.energy.exporter",
+                                     "must not be set when source is Static, which reads no "
+                                     "exporter"}));
+}
+
 TEST(Validate, CarbonSources) {
   InferencePoolSpec s = Good();
   s.routing.strategy = Strategy::kCarbonWeighted;
