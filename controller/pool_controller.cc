@@ -92,12 +92,22 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
             return o;
           }(),
           clock, [this](const std::string& pool) { controller_.Add(pool); })),
+      exporter_hooks_(std::make_unique<LoggingReflectorHooks>(
+          "energy exporter " + kube::resources::kPods.QualifiedName(),
+          kube_metrics != nullptr ? &kube_metrics->Reflector(kube::resources::kPods.resource)
+                                  : nullptr)),
+      exporters_(std::make_unique<ExporterPods>(
+          client,
+          ExporterPodsOptions{.stale_after = options_.stale_after,
+                              .metrics = exporter_hooks_.get()},
+          clock, [this](const std::string& pool) { controller_.Add(pool); })),
       status_client_(client),
       reconciler_(
           *this, status_client_, recorder,
           [&] {
             PoolReconcilerOptions o = options_.reconcile;
             o.grid = grid_.get();
+            o.exporters = exporters_.get();
             return o;
           }(),
           clock, pool_metrics),
@@ -192,6 +202,7 @@ void PoolController::Start() {
 void PoolController::Stop() {
   controller_.Stop();
   grid_->Stop();
+  exporters_->Stop();
   for (auto& i : pools_) i->Stop();
   for (auto& i : pods_) i->Stop();
   nodes_->Stop();

@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "controller/carbon/grid_intensities.h"
+#include "controller/exporter_pods.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_reconciler.h"
@@ -107,6 +108,10 @@ class PoolController final : public PoolStore {
   std::unique_ptr<kube::ReflectorMetrics> config_map_hooks_;
   std::unique_ptr<MetricsFetcher> sdk_fetcher_;
   std::unique_ptr<carbon::GridIntensities> grid_;  // its `changed` adds to controller_'s queue
+  // Logs the exporter pod watches' failed lists and watches, then counts them (before
+  // exporters_).
+  std::unique_ptr<kube::ReflectorMetrics> exporter_hooks_;
+  std::unique_ptr<ExporterPods> exporters_;  // its `changed` adds to controller_'s queue
   KubePoolClient status_client_;
   PoolReconciler reconciler_;
   // Reflector hooks that log failed lists and watches, then count them; before the informers.

@@ -105,6 +105,7 @@ void PoolReconciler::Forget(const std::string& key) {
   if (options_.directory != nullptr) options_.directory->Remove(key);
   if (options_.scrape != nullptr) options_.scrape->RemovePool(key);
   if (options_.grid != nullptr) options_.grid->Forget(key);
+  if (options_.exporters != nullptr) options_.exporters->Forget(key);
   if (!known) return;
   const auto slash = key.find('/');
   if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
@@ -143,8 +144,8 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   if (pool.errors.empty()) grid = ReadGrid(key, pool, workers->workers);
   // After the directory, so that the loop's first scrapes find the pool's state (and its marks).
   if (options_.scrape != nullptr && pool.errors.empty()) {
-    // No exporter pods are discovered yet: each worker's watts come from its own page.
-    options_.scrape->SetPool(ScrapePoolOf(pool, *workers, grid.intensity, NodeExporters{}));
+    options_.scrape->SetPool(
+        ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool)));
   }
   if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
   if (!leading_.load()) return Done();
@@ -177,6 +178,15 @@ carbon::ZoneReadings PoolReconciler::ReadGrid(const std::string& key,
   }
   if (options_.grid != nullptr) return options_.grid->Track(key, pool, zones);
   return carbon::StaticReadings(pool.spec.carbon, zones, clock_.Now());
+}
+
+NodeExporters PoolReconciler::ReadExporters(const std::string& key,
+                                            const api::InferencePool& pool) const {
+  if (options_.exporters == nullptr) return {};
+  auto pods = options_.exporters->Track(key, pool);  // also when none: a watch may be released
+  const auto& exporter = pool.spec.energy.exporter;
+  if (!exporter) return {};
+  return ExportersByNode(pods, exporter->port, exporter->path);
 }
 
 std::vector<routing::Worker> PoolReconciler::Weigh(

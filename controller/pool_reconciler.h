@@ -35,6 +35,7 @@
 #include "api/inference_pool.h"
 #include "common/clock.h"
 #include "controller/carbon/grid_intensities.h"
+#include "controller/exporter_pods.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_status.h"
 #include "controller/scrape_pool.h"
@@ -123,6 +124,11 @@ struct PoolReconcilerOptions {
   // gauges), tracked on every reconcile and forgotten with the pool; never blocks. Null:
   // spec.carbon.static only (carbon::StaticReadings). Must outlive the reconciler.
   carbon::GridSource* grid = nullptr;
+  // The energy exporter pods of each valid pool's spec.energy.exporter (every replica: each
+  // worker's node exporter in its scrape targets), tracked on every reconcile and forgotten with
+  // the pool; never blocks. Null: none (each worker's watts come from its own page). Must outlive
+  // the reconciler.
+  ExporterSource* exporters = nullptr;
 };
 
 class PoolReconciler final : public kube::Reconciler {
@@ -162,6 +168,8 @@ class PoolReconciler final : public kube::Reconciler {
   // The intensities of the zones of the pool's workers, from options_.grid (or the static map).
   carbon::ZoneReadings ReadGrid(const std::string& key, const api::InferencePool& pool,
                                 const std::vector<routing::Worker>& workers);
+  // The exporter on each node for the pool's spec.energy.exporter, from options_.exporters.
+  NodeExporters ReadExporters(const std::string& key, const api::InferencePool& pool) const;
   // The pool's workers with the weights the leader would publish now.
   std::vector<routing::Worker> Weigh(const std::string& key, const api::InferencePool& pool,
                                      const std::vector<routing::Worker>& workers,

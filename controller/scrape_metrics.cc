@@ -38,9 +38,9 @@ ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
                                "Prompt plus generated tokens per second of a worker, over the "
                                "interval between its last two scrapes.")),
       watts_(Gauge(registry, "eoc_worker_watts",
-                   "A worker's power, from the energy exporter's series on its page (source: "
-                   "DCGM, Kepler, Kepler 0.7): the joules counter's rate over the last interval, "
-                   "else the watts gauge.")),
+                   "A worker's power, from the energy exporter's series on its own page or on its "
+                   "node exporter's (source: DCGM, Kepler, Kepler 0.7): the joules counter's rate "
+                   "over the last interval, else the watts gauge.")),
       marginal_(Gauge(registry, "eoc_worker_marginal_joules_per_token",
                       "The joules one more token costs on a worker, as routing weighs it "
                       "(estimate: measured, the slope of its watts over its token rate; profile, "

@@ -9,10 +9,12 @@
 // round(1000 x score / best score). They move when a worker's load or the pool's intensities
 // change: the static map, a watched ConfigMap, or a Carbon Aware SDK (a local fake the controller
 // polls every second) whose failure keeps the last values for spec.carbon.maxStaleSeconds, then
-// sets CarbonIntensityAvailable False naming the zone and the error. Assertions are on what is
-// published, never on how fast.
+// sets CarbonIntensityAvailable False naming the zone and the error. Measured joules replace the
+// profile's, from DCGM's series on a worker's own page or on its node's exporter (a DaemonSet).
+// Assertions are on what is published, never on how fast.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -39,6 +41,10 @@ namespace resources = kube::resources;
 constexpr const char* kProductLabel = "nvidia.com/gpu.product";
 constexpr const char* kRegionLabel = "topology.kubernetes.io/region";
 constexpr int kMaxConcurrency = 8;
+// A label only this test's nodes carry, for its DaemonSets (whose pods on other tests' nodes no
+// agent here would run).
+constexpr const char* kTestLabel = "eoc.dev/test";
+constexpr int kExporterPort = 9400;  // dcgm-exporter's
 
 // Node "a": an A100 in a clean zone; node "b": an H100 in a dirtier one.
 struct NodeKind {
@@ -75,6 +81,23 @@ constexpr Profile kH100{.accelerator = "NVIDIA-H100",
                         .max_watts = 700,
                         .max_tokens_per_second = 8000};
 
+// The class both workers share in the tests where their products must not set them apart: 0.125
+// J/token, until measured.
+constexpr Profile kGpu{
+    .accelerator = "GPU", .idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 2400};
+
+// A fake worker's power curve (kPowerCurveAnnotation) of `joules_per_token` over 100 W idle, its
+// token rate sweeping 100 to 900 tokens/s and back every 4 s.
+std::string Curve(double joules_per_token) {
+  return "idle=100,joules-per-token=" + std::to_string(joules_per_token) +
+         ",tokens-per-second=100-900,period-ms=4000";
+}
+
+// A measured figure within 2% of `want`.
+bool Near(std::optional<double> measured, double want) {
+  return measured && std::abs(*measured - want) < want * 0.02;
+}
+
 // The weight of a worker whose score is `score` in a pool whose best score is `best`.
 std::int64_t Weight(double score, double best) { return std::lround(1000 * score / best); }
 
@@ -99,7 +122,9 @@ class WeightsIntegrationTest : public testing::FleetTest {
     std::vector<testing::NodeSpec> nodes;
     for (const NodeKind& kind : {kNodeA, kNodeB}) {
       nodes.push_back({.name = testing::UniqueName(kind.prefix),
-                       .labels = {{kProductLabel, kind.product}, {kRegionLabel, kind.region}},
+                       .labels = {{kProductLabel, kind.product},
+                                  {kRegionLabel, kind.region},
+                                  {kTestLabel, ns_}},
                        .gpus = 8});
     }
     return nodes;
@@ -145,6 +170,61 @@ class WeightsIntegrationTest : public testing::FleetTest {
            w->count(pod_b_) == 1 && w->at(pod_b_) == b;
   }
 
+  // The worker's power curve changes (its pod's annotation, as `kubectl annotate` would).
+  void SetCurve(const std::string& pod, double joules_per_token) {
+    ASSERT_TRUE(client_->Patch(
+        resources::kPods, ns_, pod, kube::PatchType::kMerge,
+        {{"metadata",
+          {{"annotations", {{testing::kPowerCurveAnnotation, Curve(joules_per_token)}}}}}}));
+  }
+
+  // Whether the published table weighs the worker on node b half the one on node a, which leads:
+  // 1000 x 0.1 / 0.2 = 500 once b's estimator window holds its steeper curve alone (each fit
+  // within 1%).
+  bool PublishedHalved() const {
+    const auto w = PublishedWeights("w");
+    return w && w->count(pod_a_) == 1 && w->at(pod_a_) == 1000 && w->count(pod_b_) == 1 &&
+           std::abs(w->at(pod_b_) - 500) <= 10;
+  }
+
+  // Whether the published table weighs the two workers within 4% of each other (the same
+  // curve, each measured within 2%).
+  bool PublishedAlike() const {
+    const auto w = PublishedWeights("w");
+    if (!w || w->size() != 2 || w->count(pod_a_) == 0 || w->count(pod_b_) == 0) return false;
+    const std::int64_t a = w->at(pod_a_);
+    const std::int64_t b = w->at(pod_b_);
+    return std::max(a, b) == 1000 && std::min(a, b) >= 960;
+  }
+
+  // The worker's power as the controller's /metrics shows it, with the source it names; nullopt
+  // while it has none.
+  std::optional<double> Watts(const std::string& pod, const std::string& source) const {
+    return Gauge("eoc_worker_watts{", "pod=\"" + pod + "\"", "source=\"" + source + "\"");
+  }
+
+  // The worker's measured marginal joules per token as the controller's /metrics shows it;
+  // nullopt while it has none (or only the profile's).
+  std::optional<double> MeasuredJoules(const std::string& pod) const {
+    return Gauge("eoc_worker_marginal_joules_per_token{", "pod=\"" + pod + "\"",
+                 "estimate=\"measured\"");
+  }
+
+  // The value of the first sample on the controller's /metrics that starts with `prefix` and
+  // carries both labels (as `name="value"`); nullopt when none does.
+  std::optional<double> Gauge(const std::string& prefix, const std::string& label,
+                              const std::string& other_label) const {
+    std::istringstream lines(Metrics());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind(prefix, 0) == 0 && line.find(label) != std::string::npos &&
+          line.find(other_label) != std::string::npos) {
+        return std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return std::nullopt;
+  }
+
   std::string Table() const {
     std::string out;
     if (const auto w = PublishedWeights("w")) {
@@ -173,32 +253,11 @@ class WeightsIntegrationTest : public testing::FleetTest {
   // Both workers under CarbonWeighted with one profile (their class, GPU), so that the zones'
   // intensities alone set them apart, both 2 of 8 busy; `carbon` is spec.carbon.
   void StartCarbonWeighted(const json& carbon) {
-    const json profile = Profile{.accelerator = "GPU",
-                                 .idle_watts = 100,
-                                 .max_watts = 400,
-                                 .max_tokens_per_second = 2400}
-                             .Json();
-    json pool = Pool("CarbonWeighted", json::array({profile}));
+    json pool = Pool("CarbonWeighted", json::array({kGpu.Json()}));
     pool["spec"]["carbon"] = carbon;
     ASSERT_NO_FATAL_FAILURE(StartWorkers(pool));
     ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
     ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
-  }
-
-  // The worker's measured marginal joules per token as the controller's /metrics shows it;
-  // nullopt while it has none (or only the profile's).
-  std::optional<double> MeasuredJoules(const std::string& pod) const {
-    std::istringstream lines(Metrics());
-    const std::string label = "pod=\"" + pod + "\"";
-    std::string line;
-    while (std::getline(lines, line)) {
-      if (line.rfind("eoc_worker_marginal_joules_per_token{", 0) == 0 &&
-          line.find("estimate=\"measured\"") != std::string::npos &&
-          line.find(label) != std::string::npos) {
-        return std::stod(line.substr(line.rfind(' ') + 1));
-      }
-    }
-    return std::nullopt;
   }
 
   std::string pod_a_;
@@ -228,11 +287,7 @@ TEST_F(WeightsIntegrationTest, JouleWeightedFollowsEachProductsJoulesAndTheLoad)
 
 TEST_F(WeightsIntegrationTest, CarbonWeightedFollowsEachZonesStaticIntensity) {
   // One profile for both workers (their class, GPU): the zones' intensities alone set them apart.
-  const json profile =
-      Profile{
-          .accelerator = "GPU", .idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 2400}
-          .Json();
-  json pool = Pool("CarbonWeighted", json::array({profile}));
+  json pool = Pool("CarbonWeighted", json::array({kGpu.Json()}));
   pool["spec"]["carbon"] = {{"static", {{kNodeA.region, 100}, {kNodeB.region, 400}}}};
   ASSERT_NO_FATAL_FAILURE(StartWorkers(pool));
 
@@ -313,41 +368,53 @@ TEST_F(WeightsIntegrationTest, ADeadCarbonAwareSdkKeepsTheLastValuesThenSetsTheC
 // J/token), so both weigh the same; then one worker's curve is made steeper (0.2 J/token: twice
 // the watts over idle for the same tokens) and its JouleWeighted weight halves.
 TEST_F(WeightsIntegrationTest, ASteeperPowerCurveLowersAWorkersJouleWeightedWeight) {
-  const json profile = Profile{.accelerator = "GPU",  // 0.125 J/token for both, until measured
-                               .idle_watts = 100,
-                               .max_watts = 400,
-                               .max_tokens_per_second = 2400}
-                           .Json();
-  json pool = Pool("JouleWeighted", json::array({profile}));
+  json pool = Pool("JouleWeighted", json::array({kGpu.Json()}));
   pool["spec"]["energy"]["source"] = "DCGM";
-  const auto curve = [](double joules_per_token) {
-    return "idle=100,joules-per-token=" + std::to_string(joules_per_token) +
-           ",tokens-per-second=100-900,period-ms=4000";
-  };
   ASSERT_NO_FATAL_FAILURE(StartWorkers(
-      pool, {{testing::kDcgmAnnotation, "true"}, {testing::kPowerCurveAnnotation, curve(0.1)}}));
+      pool, {{testing::kDcgmAnnotation, "true"}, {testing::kPowerCurveAnnotation, Curve(0.1)}}));
   ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
   ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
-  const auto near = [](std::optional<double> j, double want) {
-    return j && std::abs(*j - want) < want * 0.02;
-  };
   ASSERT_TRUE(Eventually(
-      [&] { return near(MeasuredJoules(pod_a_), 0.1) && near(MeasuredJoules(pod_b_), 0.1); },
+      [&] { return Near(MeasuredJoules(pod_a_), 0.1) && Near(MeasuredJoules(pod_b_), 0.1); },
       std::chrono::seconds(90)))
       << Metrics();
-  ASSERT_TRUE(Eventually([&] { return Published(1000, 1000); }, kPatience)) << Table();
+  // The same curve, each measured within 2%: the weights within 4% of each other.
+  ASSERT_TRUE(Eventually([&] { return PublishedAlike(); }, kPatience)) << Table();
 
-  ASSERT_TRUE(client_->Patch(
-      resources::kPods, ns_, pod_b_, kube::PatchType::kMerge,
-      {{"metadata", {{"annotations", {{testing::kPowerCurveAnnotation, curve(0.2)}}}}}}));
-  // Once b's window holds the steeper curve alone: 1000 x 0.1 / 0.2 = 500 (the fit within 1%).
-  const auto halved = [&] {
-    const auto w = PublishedWeights("w");
-    return w && w->count(pod_a_) == 1 && w->at(pod_a_) == 1000 && w->count(pod_b_) == 1 &&
-           std::abs(w->at(pod_b_) - 500) <= 10;
-  };
-  ASSERT_TRUE(Eventually(halved, std::chrono::seconds(120))) << Table() << Metrics();
-  EXPECT_TRUE(near(MeasuredJoules(pod_b_), 0.2)) << Metrics();
+  ASSERT_NO_FATAL_FAILURE(SetCurve(pod_b_, 0.2));
+  ASSERT_TRUE(Eventually([&] { return PublishedHalved(); }, std::chrono::seconds(120)))
+      << Table() << Metrics();
+  EXPECT_TRUE(Near(MeasuredJoules(pod_b_), 0.2)) << Metrics();
+}
+
+// Workers whose own pages carry no power series are measured by the dcgm-exporter DaemonSet's pod
+// on their node (spec.energy.exporter), one page a scrape round for all of a node's workers: each
+// worker's watts gauge names DCGM, its measured joules follow its own curve (0.1 and 0.2 J/token),
+// and the steeper one weighs half.
+TEST_F(WeightsIntegrationTest, EachNodesExporterMeasuresItsWorkers) {
+  ASSERT_TRUE(
+      client_->Create(testing::kDaemonSets, ns_,
+                      testing::ExporterDaemonSet("dcgm-exporter", testing::ExporterKind::kDcgm,
+                                                 kExporterPort, {{kTestLabel, ns_}})));
+  json pool = Pool("JouleWeighted", json::array({kGpu.Json()}));
+  pool["spec"]["energy"]["source"] = "DCGM";
+  pool["spec"]["energy"]["exporter"] = {{"selector", {{"matchLabels", {{"app", "dcgm-exporter"}}}}},
+                                        {"port", kExporterPort}};
+  ASSERT_NO_FATAL_FAILURE(StartWorkers(pool, {{testing::kPowerCurveAnnotation, Curve(0.1)}}));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetRunning(pod_b_, 2));
+  ASSERT_NO_FATAL_FAILURE(SetCurve(pod_b_, 0.2));
+
+  ASSERT_TRUE(Eventually(
+      [&] { return Near(MeasuredJoules(pod_a_), 0.1) && Near(MeasuredJoules(pod_b_), 0.2); },
+      std::chrono::seconds(120)))
+      << Metrics() << controller_->Output();
+  // Above the curve's 100 W idle, from the exporter's counters.
+  const std::optional<double> a = Watts(pod_a_, "DCGM");
+  const std::optional<double> b = Watts(pod_b_, "DCGM");
+  EXPECT_TRUE(a && *a > 100) << Metrics();
+  EXPECT_TRUE(b && *b > 100) << Metrics();
+  ASSERT_TRUE(Eventually([&] { return PublishedHalved(); }, kPatience)) << Table();
 }
 
 TEST_F(WeightsIntegrationTest, LatencyWeightedFollowsEachProductsTokenRateAndTheQueue) {

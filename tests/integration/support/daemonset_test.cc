@@ -15,6 +15,7 @@
 
 #include "eventually.h"
 #include "http_get.h"
+#include "manifests.h"
 #include "namespaced_test.h"
 #include "node_agent.h"
 #include "signals/energy_metrics.h"
@@ -28,7 +29,6 @@ namespace resources = kube::resources;
 #define ASSERT_OK(r) ASSERT_TRUE(r) << (r).error().ToString()
 
 constexpr auto kPatience = std::chrono::seconds(90);
-const kube::ResourceRef kDaemonSets{"apps", "v1", "daemonsets"};
 constexpr int kExporterPort = 9400;
 
 bool RunningAndReady(const json& pod) {
@@ -94,26 +94,6 @@ class DaemonSetTest : public NamespacedTest {
         kPatience));
   }
 
-  json ExporterDaemonSet() const {
-    const json labels = {{"app", "dcgm-exporter"}};
-    return {
-        {"apiVersion", "apps/v1"},
-        {"kind", "DaemonSet"},
-        {"metadata", {{"name", "dcgm-exporter"}}},
-        {"spec",
-         {{"selector", {{"matchLabels", labels}}},
-          {"template",
-           {{"metadata", {{"labels", labels}, {"annotations", {{kExporterAnnotation, "dcgm"}}}}},
-            {"spec",
-             {{"automountServiceAccountToken", false},
-              {"nodeSelector", {{"eoc.dev/test", ns_}}},
-              {"containers",
-               json::array({{{"name", "exporter"},
-                             {"image", "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"},
-                             {"ports", json::array({{{"containerPort", kExporterPort},
-                                                     {"name", "metrics"}}})}}})}}}}}}}};
-  }
-
   std::vector<std::string> nodes_;
   std::unique_ptr<NodeAgent> agent_;
 };
@@ -122,7 +102,9 @@ TEST_F(DaemonSetTest, AnExporterPodRunsOnEachNodeAndListsItsWorkersWatts) {
   CreateWorker("web-a1", nodes_[0], "250");
   CreateWorker("web-a2", nodes_[0], "300.5");
   CreateWorker("web-b1", nodes_[1], "400");
-  ASSERT_OK(client_->Create(kDaemonSets, ns_, ExporterDaemonSet()));
+  ASSERT_OK(client_->Create(kDaemonSets, ns_,
+                            ExporterDaemonSet("dcgm-exporter", ExporterKind::kDcgm, kExporterPort,
+                                              {{"eoc.dev/test", ns_}})));
 
   std::vector<json> pods;
   ASSERT_TRUE(Eventually(

@@ -271,5 +271,57 @@ TEST_F(PoolReconcilerTest, EveryReplicaFeedsTheScrapeLoop) {
   EXPECT_EQ(scrape.removed, std::vector<std::string>{kKey});
 }
 
+// The exporter pods the reconciler is given, and what it asked.
+class FakeExporters final : public ExporterSource {
+ public:
+  std::vector<std::shared_ptr<const kube::PodView>> Track(const std::string& pool_key,
+                                                          const api::InferencePool& pool) override {
+    tracked.push_back(pool_key + (pool.spec.energy.exporter ? " exporter" : " none"));
+    return pods;
+  }
+  void Forget(const std::string& pool_key) override { forgotten.push_back(pool_key); }
+  std::vector<std::shared_ptr<const kube::PodView>> pods;
+  std::vector<std::string> tracked;
+  std::vector<std::string> forgotten;
+};
+
+// Each worker's scrape target names the exporter on its node, at the spec's port and path; a
+// spec without an exporter is still tracked (so that a watch it used is let go) and names none.
+TEST_F(PoolReconcilerTest, EachWorkerIsScrapedWithItsNodesExporter) {
+  RecordingScrapePools scrape;
+  FakeExporters exporters;
+  PoolReconcilerOptions options = options_;
+  options.scrape = &scrape;
+  options.exporters = &exporters;
+  PoolReconciler reconciler(store_, client_, events_, options, clock_, nullptr);
+  json pool = PoolJson("7");
+  pool["spec"]["energy"]["exporter"] = {
+      {"selector", {{"matchLabels", {{"app", "dcgm"}}}}}, {"port", 9400}, {"path", "/power"}};
+  store_.PutPool(pool);
+  store_.AddPod(Pod("chat-a", "10.0.0.1", true, "node-a"));
+  store_.AddPod(Pod("chat-b", "10.0.0.2", true, "node-b"));
+  exporters.pods = {Pod("dcgm-a", "10.0.9.1", true, "node-a")};
+  ASSERT_TRUE(reconciler.Reconcile(kKey).ok());
+  ASSERT_EQ(scrape.set.size(), 1U);
+  const ScrapePool& set = scrape.set.back();
+  ASSERT_EQ(set.targets.size(), 2U);
+  EXPECT_EQ(set.targets[0].exporter, "prod/dcgm-a");
+  EXPECT_EQ(set.targets[1].exporter, "");  // no exporter on node-b
+  ASSERT_EQ(set.exporters.size(), 1U);
+  EXPECT_EQ(set.exporters[0].address, "10.0.9.1:9400");
+  EXPECT_EQ(set.exporter_path, "/power");
+
+  store_.PutPool(PoolJson("8"));
+  ASSERT_TRUE(reconciler.Reconcile(kKey).ok());
+  EXPECT_TRUE(scrape.set.back().exporters.empty());
+  EXPECT_EQ(scrape.set.back().targets[0].exporter, "");
+  EXPECT_EQ(exporters.tracked, (std::vector<std::string>{kKey + std::string(" exporter"),
+                                                         kKey + std::string(" none")}));
+
+  store_.DeletePool(kKey);
+  ASSERT_TRUE(reconciler.Reconcile(kKey).ok());
+  EXPECT_EQ(exporters.forgotten, std::vector<std::string>{kKey});
+}
+
 }  // namespace
 }  // namespace eoc::controller

@@ -1,0 +1,134 @@
+#include "controller/exporter_pods.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "kube/types.h"
+
+namespace eoc::controller {
+namespace {
+
+// Whether a change of an exporter pod can move which pod serves a node, or where: not its
+// labels' or annotations' edits, nor a status write that leaves readiness as it was.
+bool MovesService(const kube::PodView& before, const kube::PodView& now) {
+  return before.node_name != now.node_name || before.pod_ip != now.pod_ip ||
+         before.ready != now.ready || before.phase != now.phase ||
+         before.terminating() != now.terminating();
+}
+
+}  // namespace
+
+ExporterPods::ExporterPods(kube::Client& client, ExporterPodsOptions options, const Clock& clock,
+                           Changed changed)
+    : client_(client), options_(options), clock_(clock), changed_(std::move(changed)) {}
+
+ExporterPods::~ExporterPods() { Stop(); }
+
+void ExporterPods::Stop() {
+  std::map<std::string, std::unique_ptr<Watch>> watches;
+  {
+    const std::lock_guard lock(mu_);
+    stopped_ = true;
+    watches.swap(watches_);
+  }
+  watches.clear();  // joins their threads, whose handlers may be waiting for mu_
+}
+
+ExporterPods::Watch& ExporterPods::WatchLocked(const std::string& key, const std::string& ns,
+                                               const std::string& selector) {
+  auto& watch = watches_[key];
+  if (watch) return *watch;
+  watch = std::make_unique<Watch>(client_,
+                                  kube::ReflectorOptions{.resource = kube::resources::kPods,
+                                                         .ns = ns,
+                                                         .label_selector = selector,
+                                                         .stale_after = options_.stale_after,
+                                                         .metrics = options_.metrics},
+                                  kube::ToPodView, clock_);
+  const auto notify = [this, key] { NotifyPools(key); };
+  watch->AddHandlers({.on_add = [notify](const kube::PodView&) { notify(); },
+                      .on_update =
+                          [notify](const kube::PodView& before, const kube::PodView& now) {
+                            if (MovesService(before, now)) notify();
+                          },
+                      .on_delete = [notify](const kube::PodView&) { notify(); }});
+  watch->Start();
+  return *watch;
+}
+
+std::unique_ptr<ExporterPods::Watch> ExporterPods::ReleaseLocked(const std::string& key) {
+  if (key.empty()) return nullptr;
+  const bool used =
+      std::any_of(pools_.begin(), pools_.end(), [&](const auto& p) { return p.second == key; });
+  const auto it = watches_.find(key);
+  if (used || it == watches_.end()) return nullptr;
+  std::unique_ptr<Watch> watch = std::move(it->second);
+  watches_.erase(it);
+  return watch;
+}
+
+std::vector<std::shared_ptr<const kube::PodView>> ExporterPods::Track(
+    const std::string& pool_key, const api::InferencePool& pool) {
+  const auto& exporter = pool.spec.energy.exporter;
+  std::string ns;
+  std::string selector;
+  std::string key;  // "namespace?selector": the watch, none without an exporter
+  if (exporter) {
+    ns = exporter->namespace_name.empty() ? pool.ns : exporter->namespace_name;
+    selector = exporter->selector.ToString();
+    key = ns + "?" + selector;
+  }
+  std::unique_ptr<Watch> unused;
+  std::vector<std::shared_ptr<const kube::PodView>> pods;
+  {
+    const std::lock_guard lock(mu_);
+    if (stopped_) return {};
+    std::string released;  // the watch the pool read until now, when it changed
+    if (key.empty()) {
+      if (const auto it = pools_.find(pool_key); it != pools_.end()) {
+        released = it->second;
+        pools_.erase(it);
+      }
+    } else {
+      std::string& current = pools_[pool_key];
+      if (current != key) released = std::exchange(current, key);
+      const Watch& watch = WatchLocked(key, ns, selector);
+      if (watch.HasSynced()) pods = watch.List();
+    }
+    unused = ReleaseLocked(released);
+  }
+  unused.reset();  // stops it without the lock
+  return pods;
+}
+
+void ExporterPods::Forget(const std::string& pool_key) {
+  std::unique_ptr<Watch> unused;
+  {
+    const std::lock_guard lock(mu_);
+    const auto it = pools_.find(pool_key);
+    if (it == pools_.end()) return;
+    const std::string key = it->second;
+    pools_.erase(it);
+    unused = ReleaseLocked(key);
+  }
+  unused.reset();  // stops it without the lock
+}
+
+std::size_t ExporterPods::Watches() const {
+  const std::lock_guard lock(mu_);
+  return watches_.size();
+}
+
+void ExporterPods::NotifyPools(const std::string& key) {
+  if (!changed_) return;
+  std::vector<std::string> pools;
+  {
+    const std::lock_guard lock(mu_);
+    for (const auto& [pool_key, watch] : pools_) {
+      if (watch == key) pools.push_back(pool_key);
+    }
+  }
+  for (const std::string& pool_key : pools) changed_(pool_key);
+}
+
+}  // namespace eoc::controller

@@ -1,0 +1,99 @@
+// Each pool's energy exporter pods (spec.energy.exporter: the dcgm-exporter or Kepler DaemonSet
+// whose pod on a worker's node reads that worker's watts), as the reconcile reads them. Nothing
+// here waits on the network.
+//
+//   ExporterPods exporters(client, {}, RealClock(),
+//                          [&](const std::string& pool) { queue.Add(pool); });
+//   auto pods = exporters.Track("prod/chat", pool);   // the exporter's pods, from a cache
+//   NodeExporters by_node = ExportersByNode(pods, exporter.port, exporter.path);
+//   exporters.Forget("prod/chat");
+//
+// One informer (a list and watch by label selector) per namespace and selector that some pool
+// names, started by the first pool that asks and stopped when the last one that asked forgets
+// it or names another. When one of its pods comes, goes, or changes where and whether it serves
+// (node, IP, readiness, deletion), `changed` is called with each pool that reads it, on the
+// informer's thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/inference_pool.h"
+#include "common/clock.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/pod_view.h"
+
+namespace eoc::controller {
+
+// What the reconcile asks; thread-safe.
+class ExporterSource {
+ public:
+  virtual ~ExporterSource() = default;
+  // The pods that pool.spec.energy.exporter selects in its namespace (the pool's, unless it names
+  // one), watched from now on for the pool. None for a pool without an exporter, and until the
+  // watch has its first list.
+  virtual std::vector<std::shared_ptr<const kube::PodView>> Track(
+      const std::string& pool_key, const api::InferencePool& pool) = 0;
+  // The pool is gone: its watch goes too when no other pool reads it.
+  virtual void Forget(const std::string& pool_key) = 0;
+};
+
+struct ExporterPodsOptions {
+  // A watch failing this long without a success is stale (its log and metric say so).
+  std::chrono::milliseconds stale_after{std::chrono::seconds(60)};
+  // The watches' reflector hooks (failed lists and watches: logged, counted); null: none.
+  // Called from every watch's thread; must outlive this.
+  kube::ReflectorMetrics* metrics = nullptr;
+};
+
+class ExporterPods final : public ExporterSource {
+ public:
+  using Changed = std::function<void(const std::string& pool_key)>;
+
+  // `client` and `clock` must outlive this; `changed` may be empty.
+  ExporterPods(kube::Client& client, ExporterPodsOptions options, const Clock& clock,
+               Changed changed);
+  ~ExporterPods() override;  // Stop()s
+  ExporterPods(const ExporterPods&) = delete;
+  ExporterPods& operator=(const ExporterPods&) = delete;
+  ExporterPods(ExporterPods&&) = delete;
+  ExporterPods& operator=(ExporterPods&&) = delete;
+
+  // Ends every watch; Track() then starts none and returns no pods.
+  void Stop();
+
+  std::vector<std::shared_ptr<const kube::PodView>> Track(const std::string& pool_key,
+                                                          const api::InferencePool& pool) override;
+  void Forget(const std::string& pool_key) override;
+
+  // The watches running now (for tests): one per namespace and selector in use.
+  std::size_t Watches() const;
+
+ private:
+  using Watch = kube::Informer<kube::PodView>;
+
+  Watch& WatchLocked(const std::string& key, const std::string& ns, const std::string& selector);
+  // The watch of `key` when no pool reads it any more, moved out (to be stopped without the lock:
+  // its handlers take it).
+  std::unique_ptr<Watch> ReleaseLocked(const std::string& key);
+  // Calls `changed` for every pool that reads the watch of `key`.
+  void NotifyPools(const std::string& key);
+
+  kube::Client& client_;
+  const ExporterPodsOptions options_;
+  const Clock& clock_;
+  const Changed changed_;
+
+  mutable std::mutex mu_;
+  bool stopped_ = false;                                   // guarded by mu_
+  std::map<std::string, std::string> pools_;               // pool key -> watch key; guarded by mu_
+  std::map<std::string, std::unique_ptr<Watch>> watches_;  // by watch key; guarded by mu_
+};
+
+}  // namespace eoc::controller
