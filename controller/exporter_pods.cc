@@ -1,6 +1,6 @@
 #include "controller/exporter_pods.h"
 
-#include <algorithm>
+#include <map>
 #include <utility>
 
 #include "kube/types.h"
@@ -29,22 +29,21 @@ void ExporterPods::Stop() {
   {
     const std::lock_guard lock(mu_);
     stopped_ = true;
-    watches.swap(watches_);
+    watches = watches_.TakeAll();
   }
   watches.clear();  // joins their threads, whose handlers may be waiting for mu_
 }
 
-ExporterPods::Watch& ExporterPods::WatchLocked(const std::string& key, const std::string& ns,
-                                               const std::string& selector) {
-  auto& watch = watches_[key];
-  if (watch) return *watch;
-  watch = std::make_unique<Watch>(client_,
-                                  kube::ReflectorOptions{.resource = kube::resources::kPods,
-                                                         .ns = ns,
-                                                         .label_selector = selector,
-                                                         .stale_after = options_.stale_after,
-                                                         .metrics = options_.metrics},
-                                  kube::ToPodView, clock_);
+std::unique_ptr<ExporterPods::Watch> ExporterPods::MakeWatch(const std::string& key,
+                                                             const std::string& ns,
+                                                             const std::string& selector) {
+  auto watch = std::make_unique<Watch>(client_,
+                                       kube::ReflectorOptions{.resource = kube::resources::kPods,
+                                                              .ns = ns,
+                                                              .label_selector = selector,
+                                                              .stale_after = options_.stale_after,
+                                                              .metrics = options_.metrics},
+                                       kube::ToPodView, clock_);
   const auto notify = [this, key] { NotifyPools(key); };
   watch->AddHandlers({.on_add = [notify](const kube::PodView&) { notify(); },
                       .on_update =
@@ -53,17 +52,6 @@ ExporterPods::Watch& ExporterPods::WatchLocked(const std::string& key, const std
                           },
                       .on_delete = [notify](const kube::PodView&) { notify(); }});
   watch->Start();
-  return *watch;
-}
-
-std::unique_ptr<ExporterPods::Watch> ExporterPods::ReleaseLocked(const std::string& key) {
-  if (key.empty()) return nullptr;
-  const bool used =
-      std::any_of(pools_.begin(), pools_.end(), [&](const auto& p) { return p.second == key; });
-  const auto it = watches_.find(key);
-  if (used || it == watches_.end()) return nullptr;
-  std::unique_ptr<Watch> watch = std::move(it->second);
-  watches_.erase(it);
   return watch;
 }
 
@@ -83,19 +71,9 @@ std::vector<std::shared_ptr<const kube::PodView>> ExporterPods::Track(
   {
     const std::lock_guard lock(mu_);
     if (stopped_) return {};
-    std::string released;  // the watch the pool read until now, when it changed
-    if (key.empty()) {
-      if (const auto it = pools_.find(pool_key); it != pools_.end()) {
-        released = it->second;
-        pools_.erase(it);
-      }
-    } else {
-      std::string& current = pools_[pool_key];
-      if (current != key) released = std::exchange(current, key);
-      const Watch& watch = WatchLocked(key, ns, selector);
-      if (watch.HasSynced()) pods = watch.List();
-    }
-    unused = ReleaseLocked(released);
+    const Watch* watch = watches_.Use(
+        pool_key, key, [&] { return MakeWatch(key, ns, selector); }, unused);
+    if (watch != nullptr && watch->HasSynced()) pods = watch->List();
   }
   unused.reset();  // stops it without the lock
   return pods;
@@ -105,11 +83,7 @@ void ExporterPods::Forget(const std::string& pool_key) {
   std::unique_ptr<Watch> unused;
   {
     const std::lock_guard lock(mu_);
-    const auto it = pools_.find(pool_key);
-    if (it == pools_.end()) return;
-    const std::string key = it->second;
-    pools_.erase(it);
-    unused = ReleaseLocked(key);
+    unused = watches_.Forget(pool_key);
   }
   unused.reset();  // stops it without the lock
 }
@@ -124,9 +98,7 @@ void ExporterPods::NotifyPools(const std::string& key) {
   std::vector<std::string> pools;
   {
     const std::lock_guard lock(mu_);
-    for (const auto& [pool_key, watch] : pools_) {
-      if (watch == key) pools.push_back(pool_key);
-    }
+    pools = watches_.Users(key);
   }
   for (const std::string& pool_key : pools) changed_(pool_key);
 }

@@ -17,7 +17,6 @@
 
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +27,7 @@
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
+#include "kube/shared_informers.h"
 
 namespace eoc::controller {
 
@@ -78,10 +78,10 @@ class ExporterPods final : public ExporterSource {
  private:
   using Watch = kube::Informer<kube::PodView>;
 
-  Watch& WatchLocked(const std::string& key, const std::string& ns, const std::string& selector);
-  // The watch of `key` when no pool reads it any more, moved out (to be stopped without the lock:
-  // its handlers take it).
-  std::unique_ptr<Watch> ReleaseLocked(const std::string& key);
+  // A started watch of the pods `selector` picks in `ns`, whose changes notify the pools that
+  // read `key`.
+  std::unique_ptr<Watch> MakeWatch(const std::string& key, const std::string& ns,
+                                   const std::string& selector);
   // Calls `changed` for every pool that reads the watch of `key`.
   void NotifyPools(const std::string& key);
 
@@ -91,9 +91,9 @@ class ExporterPods final : public ExporterSource {
   const Changed changed_;
 
   mutable std::mutex mu_;
-  bool stopped_ = false;                                   // guarded by mu_
-  std::map<std::string, std::string> pools_;               // pool key -> watch key; guarded by mu_
-  std::map<std::string, std::unique_ptr<Watch>> watches_;  // by watch key; guarded by mu_
+  bool stopped_ = false;  // guarded by mu_
+  // By "namespace?selector", the pools by key; guarded by mu_.
+  kube::SharedInformers<kube::PodView> watches_;
 };
 
 }  // namespace eoc::controller

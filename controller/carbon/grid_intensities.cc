@@ -87,30 +87,29 @@ void GridIntensities::Stop() {
   {
     const std::lock_guard lock(mu_);
     stopped_ = true;
-    watches.swap(watches_);
+    watches = watches_.TakeAll();
   }
   watches.clear();  // joins their threads, whose handlers may be waiting for mu_
   poller_.Stop();
 }
 
-GridIntensities::Watch& GridIntensities::WatchLocked(const std::string& ns,
-                                                     const std::string& name) {
+std::unique_ptr<GridIntensities::Watch> GridIntensities::MakeWatch(const std::string& ns,
+                                                                   const std::string& name) {
   const std::string key = ns + "/" + name;
-  auto& watch = watches_[key];
-  if (watch) return *watch;
-  watch = std::make_unique<Watch>(client_,
-                                  kube::ReflectorOptions{.resource = kube::resources::kConfigMaps,
-                                                         .ns = ns,
-                                                         .field_selector = "metadata.name=" + name,
-                                                         .metrics = config_map_metrics_},
-                                  ToIntensityConfigMap, clock_);
+  auto watch =
+      std::make_unique<Watch>(client_,
+                              kube::ReflectorOptions{.resource = kube::resources::kConfigMaps,
+                                                     .ns = ns,
+                                                     .field_selector = "metadata.name=" + name,
+                                                     .metrics = config_map_metrics_},
+                              ToIntensityConfigMap, clock_);
   const auto notify = [this, key] { NotifyPools(key, ""); };
   watch->AddHandlers(
       {.on_add = [notify](const IntensityConfigMap&) { notify(); },
        .on_update = [notify](const IntensityConfigMap&, const IntensityConfigMap&) { notify(); },
        .on_delete = [notify](const IntensityConfigMap&) { notify(); }});
   watch->Start();
-  return *watch;
+  return watch;
 }
 
 void GridIntensities::WantSdkLocked() {
@@ -121,18 +120,6 @@ void GridIntensities::WantSdkLocked() {
     zones.insert(zones.end(), track.zones.begin(), track.zones.end());
   }
   poller_.Want(std::move(wanted));  // sorts and dedups; takes the poller's lock, never ours
-}
-
-std::unique_ptr<GridIntensities::Watch> GridIntensities::ReleaseLocked(
-    const std::string& config_map) {
-  if (config_map.empty()) return nullptr;
-  const bool used = std::any_of(pools_.begin(), pools_.end(),
-                                [&](const auto& p) { return p.second.config_map == config_map; });
-  const auto it = watches_.find(config_map);
-  if (used || it == watches_.end()) return nullptr;
-  std::unique_ptr<Watch> watch = std::move(it->second);
-  watches_.erase(it);
-  return watch;
 }
 
 ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::InferencePool& pool,
@@ -153,11 +140,7 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
     auto it = pools_.find(pool_key);
     const bool fresh = it == pools_.end() || it->second.config_map != config_map ||
                        it->second.sdk_url != sdk_url || it->second.table.hold() != hold;
-    std::string released;  // the ConfigMap the pool read until now, when it changed
     if (fresh) {
-      if (it != pools_.end() && it->second.config_map != config_map) {
-        released = it->second.config_map;
-      }
       PoolTrack track{.config_map = config_map,
                       .sdk_url = sdk_url,
                       .zones = {},
@@ -169,11 +152,13 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
     track.zones = zones;
     if (fresh || zones_moved) WantSdkLocked();  // the poller's set changes only when it must
     track.table.RetainOnly(zones);
-    if (!config_map.empty()) {
-      Watch& watch = WatchLocked(pool.ns, carbon.config_map_ref->name);
-      if (watch.HasSynced()) {
-        ReadIntensityConfigMap(watch.Get(config_map).get(), config_map, zones, now, track.table);
-      } else if (watch.Stale()) {  // its list keeps failing (forbidden, say): the log says why
+    const Watch* watch = watches_.Use(
+        pool_key, config_map, [&] { return MakeWatch(pool.ns, carbon.config_map_ref->name); },
+        unused);
+    if (watch != nullptr) {
+      if (watch->HasSynced()) {
+        ReadIntensityConfigMap(watch->Get(config_map).get(), config_map, zones, now, track.table);
+      } else if (watch->Stale()) {  // its list keeps failing (forbidden, say): the log says why
         const std::string why = "ConfigMap " + config_map +
                                 ": cannot be listed and watched (the operator's log says why)";
         for (const std::string& zone : zones) track.table.Fail(zone, why, now);
@@ -186,7 +171,6 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
       }
     }
     out = live ? ReadingsOf(track.table, zones, now) : StaticReadings(carbon, zones, now);
-    unused = ReleaseLocked(released);
   }
   unused.reset();  // stops it without the lock
   return out;
@@ -199,10 +183,9 @@ void GridIntensities::Forget(const std::string& pool_key) {
     const auto it = pools_.find(pool_key);
     if (it == pools_.end()) return;
     const bool sdk = !it->second.sdk_url.empty();
-    const std::string config_map = it->second.config_map;
     pools_.erase(it);
     if (sdk) WantSdkLocked();
-    unused = ReleaseLocked(config_map);
+    unused = watches_.Forget(pool_key);
   }
   unused.reset();  // stops it without the lock
 }
@@ -212,9 +195,11 @@ void GridIntensities::NotifyPools(const std::string& config_map, const std::stri
   std::vector<std::string> pools;
   {
     const std::lock_guard lock(mu_);
-    for (const auto& [key, track] : pools_) {
-      if (config_map.empty() ? track.sdk_url == sdk_url : track.config_map == config_map) {
-        pools.push_back(key);
+    if (!config_map.empty()) {
+      pools = watches_.Users(config_map);
+    } else {
+      for (const auto& [key, track] : pools_) {
+        if (track.sdk_url == sdk_url) pools.push_back(key);
       }
     }
   }

@@ -35,6 +35,7 @@
 #include "controller/scrape/metrics_fetcher.h"
 #include "kube/client.h"
 #include "kube/informer.h"
+#include "kube/shared_informers.h"
 #include "signals/carbon_intensity.h"
 
 namespace eoc::controller::carbon {
@@ -109,12 +110,11 @@ class GridIntensities final : public GridSource {
     signals::ZoneIntensities table;
   };
 
-  // Under mu_, each when a pool's source or zones change (not on every Track): the SDK's wanted
-  // set from every pool's zones; and the watch of `config_map` when no pool reads it any more,
-  // moved out (to be stopped without the lock: its handlers take it).
+  // Under mu_, when a pool's source or zones change (not on every Track): the SDK's wanted set
+  // from every pool's zones.
   void WantSdkLocked();
-  std::unique_ptr<Watch> ReleaseLocked(const std::string& config_map);
-  Watch& WatchLocked(const std::string& ns, const std::string& name);
+  // A started watch of the ConfigMap `name` in `ns`, whose changes notify the pools that read it.
+  std::unique_ptr<Watch> MakeWatch(const std::string& ns, const std::string& name);
   // Calls `changed` for every pool that reads `config_map` (or, when empty, `sdk_url`).
   void NotifyPools(const std::string& config_map, const std::string& sdk_url);
 
@@ -125,9 +125,10 @@ class GridIntensities final : public GridSource {
   SdkPoller poller_;
 
   mutable std::mutex mu_;
-  bool stopped_ = false;                                   // guarded by mu_
-  std::map<std::string, PoolTrack> pools_;                 // by pool key; guarded by mu_
-  std::map<std::string, std::unique_ptr<Watch>> watches_;  // by "ns/name"; guarded by mu_
+  bool stopped_ = false;                    // guarded by mu_
+  std::map<std::string, PoolTrack> pools_;  // by pool key; guarded by mu_
+  // The ConfigMap watches by "ns/name", the pools by key; guarded by mu_.
+  kube::SharedInformers<IntensityConfigMap> watches_;
 };
 
 }  // namespace eoc::controller::carbon
