@@ -8,6 +8,9 @@ namespace eoc::controller {
 namespace {
 
 constexpr const char* kControllerName = "inferencepool";
+// The `resource` of the energy exporter pod watches' reflector metrics: apart from the workers'
+// "pods", whose staleness /readyz reports.
+constexpr const char* kExporterPodsMetric = "exporter-pods";
 
 // Logs each failed list or watch of a resource (the reflector retries with backoff), and passes
 // every hook on to the metrics.
@@ -93,9 +96,8 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
           }(),
           clock, [this](const std::string& pool) { controller_.Add(pool); })),
       exporter_hooks_(std::make_unique<LoggingReflectorHooks>(
-          "energy exporter " + kube::resources::kPods.QualifiedName(),
-          kube_metrics != nullptr ? &kube_metrics->Reflector(kube::resources::kPods.resource)
-                                  : nullptr)),
+          kExporterPodsMetric,
+          kube_metrics != nullptr ? &kube_metrics->Reflector(kExporterPodsMetric) : nullptr)),
       exporters_(std::make_unique<ExporterPods>(
           client,
           ExporterPodsOptions{.stale_after = options_.stale_after,

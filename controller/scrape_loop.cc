@@ -336,12 +336,13 @@ void ScrapeLoop::Finish(Arrival arrival) {
   Publish(arrival.pool, pool);
 }
 
-void ScrapeLoop::FinishExporter(PoolEntry& pool, Arrival arrival) {
+void ScrapeLoop::FinishExporter(PoolEntry& pool, Arrival arrival) const {
   ExporterState* const answered = Answered(pool.exporters, arrival.exporter, arrival.fetch);
   if (answered == nullptr) return;
   ExporterState& e = *answered;
   ExporterReading reading = ReadExporterPage(arrival.result, *pool.maps);
   const bool ok = reading.result == ScrapeResult::kOk;
+  if (options_.metrics != nullptr) options_.metrics->ExporterScraped(arrival.pool, reading.result);
   if (ok != e.ok || (!ok && e.answered == 0)) {  // logged as it changes
     if (ok) {
       Log().Info("scraping energy exporter", {{"pool", arrival.pool},

@@ -136,7 +136,7 @@ class ScrapeLoop final : public ScrapePools {
   void StartRound(const std::string& key, PoolEntry& pool, Clock::TimePoint now);
   void Finish(Arrival arrival);
   // An exporter's answer (Finish's, for an arrival of `pool`'s exporter).
-  void FinishExporter(PoolEntry& pool, Arrival arrival);
+  void FinishExporter(PoolEntry& pool, Arrival arrival) const;
   // Gives `w` the exporter's reading of the round its page waits for, once the exporter has
   // answered that round (or a later one).
   static void TakeExporterReading(WorkerState& w, const PoolEntry& pool);

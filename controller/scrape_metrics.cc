@@ -54,21 +54,38 @@ ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
                          "connect-refused, too-large, http-status, malformed, transport, "
                          "cancelled, overloaded, parse-error, missing-series).")
                    .Register(registry)),
+      exporter_scrapes_(prometheus::BuildCounter()
+                            .Name("eoc_exporter_scrapes_total")
+                            .Help("Scrapes of the pool's node energy exporters' pages "
+                                  "(energy.exporter), by result (as eoc_scrapes_total's; "
+                                  "missing-series: none of the power series).")
+                            .Register(registry)),
       duration_(prometheus::BuildHistogram()
                     .Name("eoc_scrape_duration_seconds")
                     .Help("Time from a scrape's start to its page (or error) arriving.")
                     .Register(registry)) {}
 
-void ScrapeMetrics::Scraped(const std::string& pool, ScrapeResult result, double seconds) {
-  const std::lock_guard lock(mu_);
-  Pool& p = pools_[pool];
-  auto& counter = p.scrapes[result];
+prometheus::Counter& ScrapeMetrics::ResultCounter(
+    prometheus::Family<prometheus::Counter>& family, const std::string& pool, ScrapeResult result,
+    std::map<ScrapeResult, prometheus::Counter*>& counters) {
+  auto& counter = counters[result];
   if (counter == nullptr) {
     auto labels = PoolLabels(pool);
     labels.emplace("result", std::string(ResultName(result)));
-    counter = &scrapes_.Add(labels);
+    counter = &family.Add(labels);
   }
-  counter->Increment();
+  return *counter;
+}
+
+void ScrapeMetrics::ExporterScraped(const std::string& pool, ScrapeResult result) {
+  const std::lock_guard lock(mu_);
+  ResultCounter(exporter_scrapes_, pool, result, pools_[pool].exporter_scrapes).Increment();
+}
+
+void ScrapeMetrics::Scraped(const std::string& pool, ScrapeResult result, double seconds) {
+  const std::lock_guard lock(mu_);
+  Pool& p = pools_[pool];
+  ResultCounter(scrapes_, pool, result, p.scrapes).Increment();
   if (p.duration == nullptr) {
     p.duration = &duration_.Add(PoolLabels(pool), prometheus::Histogram::BucketBoundaries{
                                                       0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -158,6 +175,9 @@ void ScrapeMetrics::RemovePool(const std::string& pool) {
   if (p == pools_.end()) return;
   for (const auto& [pod, w] : p->second.workers) RemoveGauges(w);
   for (const auto& [result, counter] : p->second.scrapes) scrapes_.Remove(counter);
+  for (const auto& [result, counter] : p->second.exporter_scrapes) {
+    exporter_scrapes_.Remove(counter);
+  }
   if (p->second.duration != nullptr) duration_.Remove(p->second.duration);
   pools_.erase(p);
 }

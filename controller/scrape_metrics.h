@@ -1,6 +1,7 @@
 // The scrape loop's Prometheus metrics: each worker's scraped load (labelled namespace, pool and
 // pod: removed when the worker leaves, and absent while its metrics are unavailable), and per
-// pool the scrapes by result and their duration (removed with the pool). A worker's energy
+// pool the scrapes by result and their duration, and the node exporters' scrapes by result
+// (removed with the pool). A worker's energy
 // gauges are there only while known: its watts labelled with their source (the exporter's
 // series), its marginal joules per token labelled with how it was had (measured: the slope of
 // its watts; profile: the spec's profile), and its grams CO2e per token (the same, times its
@@ -8,6 +9,7 @@
 //
 //   ScrapeMetrics m(metrics.registry());
 //   m.Scraped("prod/chat", ScrapeResult::kOk, 0.012);
+//   m.ExporterScraped("prod/chat", ScrapeResult::kDeadline);
 //   m.SetWorker("prod/chat", "prod/vllm-0", {.busyness = 0.2, .running = 3, ...});
 //   m.RemoveWorker("prod/chat", "prod/vllm-0");  ...  m.RemovePool("prod/chat");
 #pragma once
@@ -46,6 +48,8 @@ class ScrapeMetrics {
 
   // `pool` and `pod` are "namespace/name" keys; the series carry namespace, pool and pod names.
   void Scraped(const std::string& pool, ScrapeResult result, double seconds);
+  // A fetch of one of the pool's node exporters' pages (energy.exporter).
+  void ExporterScraped(const std::string& pool, ScrapeResult result);
   void SetWorker(const std::string& pool, const std::string& pod, const WorkerGauges& gauges);
   void RemoveWorker(const std::string& pool, const std::string& pod);
   void RemovePool(const std::string& pool);
@@ -68,10 +72,15 @@ class ScrapeMetrics {
   };
   struct Pool {
     std::map<ScrapeResult, prometheus::Counter*> scrapes;
+    std::map<ScrapeResult, prometheus::Counter*> exporter_scrapes;
     prometheus::Histogram* duration = nullptr;
     std::map<std::string, Worker> workers;  // by pod key
   };
   void RemoveGauges(const Worker& w);
+  // The pool's counter of `family` for `result` in `counters`, added on first use.
+  static prometheus::Counter& ResultCounter(prometheus::Family<prometheus::Counter>& family,
+                                            const std::string& pool, ScrapeResult result,
+                                            std::map<ScrapeResult, prometheus::Counter*>& counters);
   // Sets `gauge` (of `family`, labelled `name`=`value` besides the worker's) to `figure`, moving
   // it to the new label value when it changed; removes it for nullopt.
   static void SetLabelled(prometheus::Family<prometheus::Gauge>& family, const Worker& w,
@@ -87,6 +96,7 @@ class ScrapeMetrics {
   prometheus::Family<prometheus::Gauge>& marginal_;
   prometheus::Family<prometheus::Gauge>& grams_;
   prometheus::Family<prometheus::Counter>& scrapes_;
+  prometheus::Family<prometheus::Counter>& exporter_scrapes_;
   prometheus::Family<prometheus::Histogram>& duration_;
   std::mutex mu_;
   std::map<std::string, Pool> pools_;  // guarded by mu_

@@ -414,6 +414,10 @@ TEST_F(WeightsIntegrationTest, EachNodesExporterMeasuresItsWorkers) {
   const std::optional<double> b = Watts(pod_b_, "DCGM");
   EXPECT_TRUE(a && *a > 100) << Metrics();
   EXPECT_TRUE(b && *b > 100) << Metrics();
+  EXPECT_GT(testing::Sample(Metrics(), "eoc_exporter_scrapes_total{namespace=\"" + ns_ +
+                                           "\",pool=\"w\",result=\"ok\"}"),
+            0)
+      << Metrics();
   ASSERT_TRUE(Eventually([&] { return PublishedHalved(); }, kPatience)) << Table();
 }
 

@@ -411,6 +411,9 @@ class ExporterScrapeTest : public ScrapeLoopTest {
     }
     return -1;
   }
+  static std::string ExporterScrapes(const std::string& result) {
+    return R"(eoc_exporter_scrapes_total{namespace="prod",pool="chat",result=")" + result + "\"}";
+  }
   static std::string Watts(int pod, const std::string& value) {
     return R"(eoc_worker_watts{namespace="prod",pod="w-)" + std::to_string(pod) +
            R"(",pool="chat",source="DCGM"} )" + value + "\n";
@@ -487,6 +490,13 @@ TEST_F(ExporterScrapeTest, AnExporterLateOrFailingPairsByRoundAndLeavesTheWorker
   ASSERT_TRUE(testing::Eventually(
       [&] { return Exposition().find("eoc_worker_watts{") == std::string::npos; }, seconds(10)));
   EXPECT_EQ(Summary().ok, 2U);
+  // Each exporter answer counted once, by result: round 1's page, rounds 2 and 3 refused.
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        return Exposition().find(ExporterScrapes("connect-refused") + " 2") != std::string::npos;
+      },
+      seconds(10)));
+  EXPECT_THAT(Exposition(), HasSubstr(ExporterScrapes("ok") + " 1"));
 }
 
 // A worker whose own page carries its power series reads it there, not from the exporter.
