@@ -86,10 +86,12 @@ constexpr Profile kH100{.accelerator = "NVIDIA-H100",
 constexpr Profile kGpu{
     .accelerator = "GPU", .idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 2400};
 
-// A fake worker's power curve (kPowerCurveAnnotation) of `joules_per_token` over 100 W idle, its
-// token rate sweeping 100 to 900 tokens/s and back every 4 s.
+// A fake worker's power curve (kPowerCurveAnnotation) of `joules_per_token` over 20 W idle, its
+// token rate sweeping 100 to 900 tokens/s and back every 4 s. A low idle: the scraper divides each
+// counter's growth by the time between its own scrapes, not the page's, so their jitter on a busy
+// machine scales the idle draw into noise around the slope.
 std::string Curve(double joules_per_token) {
-  return "idle=100,joules-per-token=" + std::to_string(joules_per_token) +
+  return "idle=20,joules-per-token=" + std::to_string(joules_per_token) +
          ",tokens-per-second=100-900,period-ms=4000";
 }
 
@@ -179,12 +181,12 @@ class WeightsIntegrationTest : public testing::FleetTest {
   }
 
   // Whether the published table weighs the worker on node b half the one on node a, which leads:
-  // 1000 x 0.1 / 0.2 = 500 once b's estimator window holds its steeper curve alone (each fit
-  // within 1%).
+  // 1000 x 0.1 / 0.2 = 500 once b's estimator window holds its steeper curve alone, within 5%
+  // (each fit within 2%, as Near() allows, on a loaded machine: 489 was seen).
   bool PublishedHalved() const {
     const auto w = PublishedWeights("w");
     return w && w->count(pod_a_) == 1 && w->at(pod_a_) == 1000 && w->count(pod_b_) == 1 &&
-           std::abs(w->at(pod_b_) - 500) <= 10;
+           std::abs(w->at(pod_b_) - 500) <= 25;
   }
 
   // Whether the published table weighs the two workers within 4% of each other (the same
@@ -370,6 +372,9 @@ TEST_F(WeightsIntegrationTest, ADeadCarbonAwareSdkKeepsTheLastValuesThenSetsTheC
 TEST_F(WeightsIntegrationTest, ASteeperPowerCurveLowersAWorkersJouleWeightedWeight) {
   json pool = Pool("JouleWeighted", json::array({kGpu.Json()}));
   pool["spec"]["energy"]["source"] = "DCGM";
+  // Weights within 5 of their candidates: else the table may stay up to 50 (the default
+  // threshold) from where the measured joules settle.
+  pool["spec"]["routing"]["publishThreshold"] = 5;
   ASSERT_NO_FATAL_FAILURE(StartWorkers(
       pool, {{testing::kDcgmAnnotation, "true"}, {testing::kPowerCurveAnnotation, Curve(0.1)}}));
   ASSERT_NO_FATAL_FAILURE(SetRunning(pod_a_, 2));
@@ -398,6 +403,9 @@ TEST_F(WeightsIntegrationTest, EachNodesExporterMeasuresItsWorkers) {
                                                  kExporterPort, {{kTestLabel, ns_}})));
   json pool = Pool("JouleWeighted", json::array({kGpu.Json()}));
   pool["spec"]["energy"]["source"] = "DCGM";
+  // Weights within 5 of their candidates: else the table may stay up to 50 (the default
+  // threshold) from where the measured joules settle.
+  pool["spec"]["routing"]["publishThreshold"] = 5;
   pool["spec"]["energy"]["exporter"] = {{"selector", {{"matchLabels", {{"app", "dcgm-exporter"}}}}},
                                         {"port", kExporterPort}};
   ASSERT_NO_FATAL_FAILURE(StartWorkers(pool, {{testing::kPowerCurveAnnotation, Curve(0.1)}}));
@@ -409,11 +417,11 @@ TEST_F(WeightsIntegrationTest, EachNodesExporterMeasuresItsWorkers) {
       [&] { return Near(MeasuredJoules(pod_a_), 0.1) && Near(MeasuredJoules(pod_b_), 0.2); },
       std::chrono::seconds(120)))
       << Metrics() << controller_->Output();
-  // Above the curve's 100 W idle, from the exporter's counters.
+  // Above the curve's 20 W idle, from the exporter's counters.
   const std::optional<double> a = Watts(pod_a_, "DCGM");
   const std::optional<double> b = Watts(pod_b_, "DCGM");
-  EXPECT_TRUE(a && *a > 100) << Metrics();
-  EXPECT_TRUE(b && *b > 100) << Metrics();
+  EXPECT_TRUE(a && *a > 20) << Metrics();
+  EXPECT_TRUE(b && *b > 20) << Metrics();
   EXPECT_GT(testing::Sample(Metrics(), "eoc_exporter_scrapes_total{namespace=\"" + ns_ +
                                            "\",pool=\"w\",result=\"ok\"}"),
             0)
