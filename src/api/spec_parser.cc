@@ -108,21 +108,32 @@ void ParseRouting(const ObjectReader& r, RoutingSpec& out) {
   r.Int("publishThreshold", out.publish_threshold, rules::kPublishThreshold);
 }
 
-// `energy.exporter`: set when it reads without errors.
+// An optional object at `key` of `parent`: `read(reader, value)` fills `value` (from `initial`)
+// from its fields, and `out` is set to it when the object is given and reads without errors. One
+// that is not an object is reported once, and its fields read as absent.
+template <class T, class Read>
+void ParseOptionalObject(const ObjectReader& parent, std::string_view key, T initial,
+                         const Read& read, std::optional<T>& out, std::vector<FieldError>& errors) {
+  if (parent.Get(key) == nullptr) return;
+  const std::size_t before = errors.size();
+  read(parent.Object(key), initial);
+  if (errors.size() == before) out = std::move(initial);
+}
+
+// `energy.exporter`.
 void ParseExporter(const ObjectReader& e, std::optional<EnergyExporterSpec>& out,
                    std::vector<FieldError>& errors) {
-  if (e.Get("exporter") == nullptr) return;
-  const std::size_t before = errors.size();
-  const ObjectReader x = e.Object("exporter");
-  if (errors.size() != before) return;  // not an object
-  EnergyExporterSpec exporter{.path = std::string(defaults::kMetricsPath)};
-  x.String("namespace", exporter.namespace_name, rules::kNamespace);
-  if (x.Require("selector")) {
-    exporter.selector = ParseLabelSelector(*x.Get("selector"), x.Path("selector"), errors);
-  }
-  if (x.Require("port")) x.Int("port", exporter.port, rules::kPort);
-  x.String("path", exporter.path, rules::kMetricsPath);
-  if (errors.size() == before) out = std::move(exporter);
+  const auto read = [&errors](const ObjectReader& x, EnergyExporterSpec& exporter) {
+    x.String("namespace", exporter.namespace_name, rules::kNamespace);
+    if (x.Require("selector")) {
+      exporter.selector = ParseLabelSelector(*x.Get("selector"), x.Path("selector"), errors);
+    }
+    if (x.Require("port")) x.Int("port", exporter.port, rules::kPort);
+    x.String("path", exporter.path, rules::kMetricsPath);
+  };
+  ParseOptionalObject(e, "exporter",
+                      EnergyExporterSpec{.path = std::string(defaults::kMetricsPath)}, read, out,
+                      errors);
 }
 
 void ParseEnergy(const ObjectReader& e, EnergySpec& out, std::vector<FieldError>& errors) {
@@ -157,12 +168,10 @@ template <class Source>
 void ParseCarbonSource(const ObjectReader& c, std::string_view key, std::string_view field,
                        const StringRule& rule, std::string Source::*member,
                        std::optional<Source>& out, std::vector<FieldError>& errors) {
-  if (c.Get(key) == nullptr) return;
-  const std::size_t before = errors.size();
-  const ObjectReader source = c.Object(key);
-  Source value;
-  if (source.Require(field)) source.String(field, value.*member, rule);
-  if (errors.size() == before) out = std::move(value);
+  const auto read = [&](const ObjectReader& source, Source& value) {
+    if (source.Require(field)) source.String(field, value.*member, rule);
+  };
+  ParseOptionalObject(c, key, Source{}, read, out, errors);
 }
 
 void ParseCarbon(const ObjectReader& c, CarbonSpec& out, std::vector<FieldError>& errors) {
