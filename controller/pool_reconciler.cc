@@ -262,6 +262,14 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Publish(
         record.last_write = clock_.Now();
         if (next.routing != current.pool.status.routing) record.table_written = record.last_write;
       }
+      if (options_.directory != nullptr && current.pool.errors.empty() &&
+          next.routing != current.pool.status.routing) {
+        // The leader routes from the table it has just written at once, as the other replicas
+        // will when its watch event reaches them.
+        api::InferencePool published = current.pool;
+        published.status = next;
+        UpdatePoolDirectory(*options_.directory, published, workers, clock_.Now());
+      }
       RecordSpecEvents(current.pool, next);
       return After(wait);
     }

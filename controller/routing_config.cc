@@ -37,8 +37,13 @@ routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec) {
       .max_queue = Count(r.admission.max_queue),
       .default_prompt_tokens = r.default_prompt_tokens,
       .default_expected_tokens = r.default_expected_tokens,
-      .wait_without_workers =
-          spec.autoscaling.enabled && spec.autoscaling.mode == api::ScalingMode::kApply,
+      .wait_without_workers = spec.autoscaling.enabled &&
+                              spec.autoscaling.mode == api::ScalingMode::kApply &&
+                              spec.autoscaling.max_replicas.value_or(0) >= 1,
+      .models = spec.models,
+      .session_header = r.session_affinity.header,
+      .queue_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(std::max(0.0, r.admission.queue_timeout_seconds))),
   };
 }
 
@@ -82,9 +87,12 @@ void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::Inference
                          const std::vector<routing::Worker>& workers,
                          std::chrono::steady_clock::time_point now) {
   const auto state = directory.Configure(pool.ns + "/" + pool.name, RoutingOptions(pool.spec), now);
+  const auto& table = pool.status.routing;
+  // Nothing published yet: no snapshot, so picks answer kNotPublished (503) until the leader's
+  // first table, which every replica then routes from alike.
+  if (!table && state->snapshot() == nullptr) return;
   const auto published = PublishedWorkers(workers);
   std::vector<routing::Worker> listed(published.begin(), published.end());
-  const auto& table = pool.status.routing;
   if (table) {
     std::unordered_map<std::string_view, std::int32_t> weights;
     weights.reserve(table->workers.size());

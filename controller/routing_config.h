@@ -25,8 +25,9 @@
 
 namespace eoc::controller {
 
-// The engine's options for a pool with `spec` (its `routing` block; and picks may wait while the
-// pool has no worker when the autoscaler applies its decisions, as it can scale from zero).
+// The engine's options for a pool with `spec` (its `routing` block and `models`; and picks may
+// wait while the pool has no worker when the autoscaler applies its decisions and may run a
+// replica: enabled, mode Apply, maxReplicas at least 1, as it can scale from zero).
 routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec);
 
 // The pool's spec.routing publish rules: publishThreshold and publishIntervalSeconds.
@@ -54,7 +55,9 @@ routing::PublishDecision DecideTablePublish(const api::InferencePool& pool,
 // alike: a worker the table lists has its published weight; one it does not list yet has weight
 // 0 (it takes no new placement until the leader lists it, within a second); a worker the table
 // lists that is not among `workers` is absent. Before the first publication (no status.routing)
-// every worker weighs routing::kMaxWeight. The generation is the table's when the snapshot's
+// the pool has no snapshot: its picks answer kNotPublished (503). (Should status.routing vanish
+// later, the pool keeps a snapshot of its workers, each weighing routing::kMaxWeight, until the
+// leader publishes again.) The generation is the table's when the snapshot's
 // workers match it, else the next (the one the leader's next table will have). Unchanged, it
 // costs a comparison of the list (building a snapshot costs about 25 ms at 1,000 workers).
 void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::InferencePool& pool,

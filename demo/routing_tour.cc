@@ -210,6 +210,12 @@ class Tour {
         case PickStatus::kNotPublished:
           line += "(HTTP 503)";
           break;
+        case PickStatus::kUnknownModel:
+          line += "the pool does not list this model (HTTP 404)";
+          break;
+        case PickStatus::kTooLarge:
+          line += "needs more KV blocks than its largest worker holds (HTTP 400)";
+          break;
         case PickStatus::kPicked:
         case PickStatus::kNoRoom:
           break;

@@ -15,7 +15,7 @@ constexpr std::array<EnumName<PickReason>, 5> kReasonNames{{
     {PickReason::kQueued, "queued"},
 }};
 
-constexpr std::array<EnumName<PickStatus>, 7> kStatusNames{{
+constexpr std::array<EnumName<PickStatus>, 9> kStatusNames{{
     {PickStatus::kPicked, "picked"},
     {PickStatus::kNoRoom, "no-room"},
     {PickStatus::kQueued, "queued"},
@@ -23,6 +23,8 @@ constexpr std::array<EnumName<PickStatus>, 7> kStatusNames{{
     {PickStatus::kUnavailable, "unavailable"},
     {PickStatus::kNotPublished, "not-published"},
     {PickStatus::kTimedOut, "timed-out"},
+    {PickStatus::kUnknownModel, "unknown-model"},
+    {PickStatus::kTooLarge, "too-large"},
 }};
 
 }  // namespace

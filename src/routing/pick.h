@@ -27,8 +27,8 @@ enum class PickReason { kSession, kSessionOverflow, kPrefix, kStrategy, kQueued 
 // "session", "session-overflow", "prefix", "strategy", "queued".
 std::string_view ToString(PickReason reason);
 
-// What became of a pick. The pick endpoint answers kQueueFull with 429, kUnavailable and
-// kNotPublished with 503, kTimedOut with 504.
+// What became of a pick. The pick endpoint answers kUnknownModel with 404, kTooLarge with 400,
+// kQueueFull with 429, kUnavailable and kNotPublished with 503, kTimedOut with 504.
 enum class PickStatus {
   kPicked,        // a worker was chosen
   kNoRoom,        // TryPick only: no worker has room now (Pick would wait)
@@ -37,6 +37,8 @@ enum class PickStatus {
   kUnavailable,   // no worker to wait for and no way to get one, or queueing is off
   kNotPublished,  // the pool has no routing generation yet
   kTimedOut,      // the deadline passed while waiting (or before)
+  kUnknownModel,  // the pool lists its models (Options::models) and not this one
+  kTooLarge,      // needs more KV blocks than the pool's largest worker holds in all
 };
 std::string_view ToString(PickStatus status);
 
@@ -56,6 +58,11 @@ struct PickOutcome {
   std::size_t index = 0;                         // the worker's index in `snapshot`
   std::shared_ptr<const PoolSnapshot> snapshot;  // when kPicked: the generation it came from
   std::uint64_t ticket = 0;                      // when kQueued: for Cancel
+  bool new_session = false;  // when picked for a session: it was bound now (else it was bound)
+  // When kTooLarge: the blocks the request needs, and the most the pool's largest worker holds,
+  // in that worker's blocks.
+  std::int64_t blocks_needed = 0;
+  std::int64_t blocks_largest = 0;
 
   bool picked() const { return status == PickStatus::kPicked; }
   // When picked: the worker (its address, pod, key).

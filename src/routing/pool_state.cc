@@ -97,6 +97,37 @@ std::shared_ptr<const PrefixIndex> PoolState::prefix_index() const {
 
 PoolState::Options PoolState::options() const { return view_.LoadLocked()->options; }
 
+std::uint64_t PoolState::SessionEvictions() const {
+  const std::lock_guard lock(update_mu_);
+  const auto& sessions = view_.LoadLocked()->sessions;
+  return dropped_evictions_ + (sessions ? sessions->Evictions() : 0);
+}
+
+PoolState::EndpointSettings PoolState::endpoint_settings() const {
+  const Options& options = LoadView()->options;
+  return {.session_header = options.session_header,
+          .queue_timeout = options.queue_timeout,
+          .prefix_block_tokens = options.prefix_affinity ? options.block_size_tokens : 0};
+}
+
+void PoolState::UpdateLargestLocked() {
+  std::int64_t best_tokens = 0;
+  std::uint64_t best = 0;
+  for (const auto& [key, cell] : cells_) {
+    const Load& load = cell->last;
+    if (load.kv_blocks_total <= 0 || load.block_size <= 0) continue;
+    const std::int64_t blocks =
+        std::min<std::int64_t>(load.kv_blocks_total, (std::int64_t{1} << kLargestBlockBits) - 1);
+    const std::int64_t size = std::min<std::int64_t>(load.block_size, (1 << 23) - 1);
+    if (blocks * size > best_tokens) {
+      best_tokens = blocks * size;
+      best = static_cast<std::uint64_t>(blocks) |
+             (static_cast<std::uint64_t>(size) << kLargestBlockBits);
+    }
+  }
+  largest_.store(best, std::memory_order_relaxed);
+}
+
 void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePoint now) {
   if (!snapshot) throw std::invalid_argument("PoolState::SetSnapshot: null snapshot");
   std::vector<WaitingPicks::Waiter> closed;
@@ -115,6 +146,7 @@ void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePo
       next.cells.push_back(std::move(cell));
     }
     cells_ = std::move(cells);
+    UpdateLargestLocked();
     const bool empty = snapshot->size() == 0;
     next.snapshot = std::move(snapshot);
     const bool wait_without_workers = next.options.wait_without_workers;
@@ -137,7 +169,10 @@ void PoolState::Reconfigure(const Options& options, TimePoint now) {
     const Options before = next.options;
     if (options == before) return;
     if (!options.session_affinity) {
-      if (next.sessions) next.sessions->Detach();  // its budget back now, not with the last view
+      if (next.sessions) {
+        dropped_evictions_ += next.sessions->Evictions();
+        next.sessions->Detach();  // its budget back now, not with the last view
+      }
       next.sessions = nullptr;
     } else if (!next.sessions) {
       next.sessions = std::make_shared<SessionTable>(options.sessions, budget_);
@@ -200,7 +235,11 @@ bool PoolState::Observe(WorkerKey worker, const Load& load, TimePoint now,
     const std::lock_guard lock(update_mu_);
     const auto it = cells_.find(worker);
     if (it == cells_.end()) return false;
+    const Load before = it->second->last;
     it->second->Observe(load, since, ++observations_);
+    if (before.kv_blocks_total != load.kv_blocks_total || before.block_size != load.block_size) {
+      UpdateLargestLocked();
+    }
   }
   capacity_epoch_.fetch_add(1, std::memory_order_acq_rel);
   ReleaseWaiting(now);
@@ -253,7 +292,9 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
         if (!i) break;
         if (reserve(*i)) {
           sessions->Bind(session, snap.worker(*i).key, now);
-          return picked(*i, PickReason::kSession);
+          PickOutcome out = picked(*i, PickReason::kSession);
+          out.new_session = true;
+          return out;
         }
       }
       return PickOutcome{.status = PickStatus::kNoRoom};
@@ -296,6 +337,21 @@ PickOutcome PoolState::TryPick(const PickRequest& request, std::uint64_t random,
   if ((view->snapshot->size() == 0 && !view->options.wait_without_workers) ||
       request.model.size() > kMaxModelNameBytes) {
     return PickOutcome{.status = PickStatus::kUnavailable};
+  }
+  const std::vector<std::string>& models = view->options.models;
+  if (!models.empty() && !request.model.empty() &&
+      std::find(models.begin(), models.end(), request.model) == models.end()) {
+    return PickOutcome{.status = PickStatus::kUnknownModel};
+  }
+  if (const std::uint64_t largest = largest_.load(std::memory_order_relaxed); largest != 0) {
+    const auto blocks =
+        static_cast<std::int64_t>(largest & ((std::uint64_t{1} << kLargestBlockBits) - 1));
+    const auto size = static_cast<std::int64_t>(largest >> kLargestBlockBits);
+    const std::int64_t needed = (view->TokensOf(request) + size - 1) / size;
+    if (needed > blocks) {
+      return PickOutcome{
+          .status = PickStatus::kTooLarge, .blocks_needed = needed, .blocks_largest = blocks};
+    }
   }
   if (waiting_.ModelWaiting(request.model)) return PickOutcome{.status = PickStatus::kNoRoom};
   return Decide(view, request, random, now, /*released=*/false);

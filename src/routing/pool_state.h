@@ -54,7 +54,10 @@
 // pass); released waiters are placed oldest first. Immediate refusals: kQueueFull (429: max_queue
 // waiting), kUnavailable (503: the pool has no worker and `wait_without_workers` is off, or
 // queueing is off; or the model name is longer than kMaxModelNameBytes, so no worker can list it),
-// kNotPublished (503: no snapshot yet), kTimedOut (504: the deadline is already past). A waiting
+// kNotPublished (503: no snapshot yet), kTimedOut (504: the deadline is already past),
+// kUnknownModel (404: `models` is not empty and does not list the request's model), kTooLarge
+// (400: the request's tokens need more KV blocks than the largest worker, by the blocks its engine
+// last reported in all, holds; known once some worker has reported them). A waiting
 // pick keeps its model name and the first kMaxPrefixBlocks prefix hashes (the only ones used), so
 // the queue's memory is bounded.
 //
@@ -70,7 +73,8 @@
 //   loads, counts  always kept (they belong to the workers, not to the spec).
 //   wait queue     kept: a smaller `maxQueue` refuses new picks while more wait.
 //   the rest       (`loadMargin`, `kvBlockBudget`, the default token counts, waiting without
-//                  workers) applies from the next pick.
+//                  workers, `models`, the session header, the queue timeout) applies from the
+//                  next pick.
 // The parts a pick reads (the snapshot, the cells, the options, the session table and the prefix
 // index) are one immutable view, swapped whole (published.h), so a pick sees one configuration.
 #pragma once
@@ -83,6 +87,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -119,6 +124,15 @@ class PoolState {
     // Whether a pick may wait while the pool has no worker at all (the autoscaler can scale it
     // from zero); otherwise such picks answer kUnavailable and waiting ones are released so.
     bool wait_without_workers = false;
+    // The models the pool's spec lists: a pick that names another answers kUnknownModel. Empty:
+    // any model (one that no worker serves yet waits like any pick without room).
+    std::vector<std::string> models;
+    // The pick endpoint's own settings of the pool, kept here so that a pick finds all of its
+    // pool in one place (the engine itself does not read them): the request header that carries
+    // the session id (routing.sessionAffinity.header), and how long a pick may wait in the queue
+    // (routing.admission.queueTimeoutSeconds; WaitDeadline).
+    std::string session_header = "x-session-id";
+    std::chrono::nanoseconds queue_timeout = std::chrono::seconds(120);
 
     bool operator==(const Options&) const = default;
   };
@@ -201,10 +215,21 @@ class PoolState {
   std::shared_ptr<SessionTable> sessions() const;
   std::shared_ptr<const PrefixIndex> prefix_index() const;
   std::size_t Waiting() const { return waiting_.Size(); }
+  // Session bindings the bounds pushed out, over every session table the pool has had.
+  std::uint64_t SessionEvictions() const;
   // Bytes of request the waiting picks keep (model names and prefix hashes).
   std::size_t WaitingBytes() const { return waiting_.KeptBytes(); }
   // The options now in force.
   Options options() const;
+  // The pick endpoint's settings now in force (Options::session_header, queue_timeout, and the
+  // block size a prompt is hashed in: 0 when prefix affinity is off); cheaper than options(),
+  // for every pick.
+  struct EndpointSettings {
+    std::string session_header;
+    std::chrono::nanoseconds queue_timeout{};
+    std::int32_t prefix_block_tokens = 0;
+  };
+  EndpointSettings endpoint_settings() const;
 
   // Test seam: called by every KV-block reservation between reading the worker's budget and
   // swapping it, on the picking thread, so that a test can land a scrape there. Null by default
@@ -236,6 +261,14 @@ class PoolState {
   std::unordered_map<WorkerKey, std::shared_ptr<WorkerCell>> cells_;  // guarded by update_mu_
   std::uint64_t observations_ = 0;  // numbers cells' epochs, unique per cell; under update_mu_
   bool Observe(WorkerKey worker, const Load& load, TimePoint now, const ScrapeMark* since);
+
+  // The cells' largest KV cache, in tokens: its blocks (low kLargestBlockBits bits) and block
+  // size (the rest); 0 while none has reported. Recomputed under update_mu_, read by picks.
+  static constexpr int kLargestBlockBits = 40;
+  std::atomic<std::uint64_t> largest_{0};
+  // Evictions of the session tables this state dropped (SessionEvictions); under update_mu_.
+  std::uint64_t dropped_evictions_ = 0;
+  void UpdateLargestLocked();
 
   WaitingPicks waiting_;
   std::atomic<TimePoint::rep> last_sweep_{0};

@@ -81,6 +81,7 @@ bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
         // The shard's bound: its least recently used session gives its place (and its budget
         // unit) to the new one.
         shard.map.PopOldest();
+        evictions_.fetch_add(1, std::memory_order_relaxed);
         shard.map.Insert(session, fresh);
         return true;
       }
@@ -91,6 +92,7 @@ bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
       if (!shard.map.Empty()) {
         // The global budget is spent: this table pays, from this shard.
         shard.map.PopOldest();
+        evictions_.fetch_add(1, std::memory_order_relaxed);
         shard.map.Insert(session, fresh);
         return true;
       }
@@ -123,6 +125,7 @@ std::size_t SessionTable::Resize(std::size_t max_sessions, std::chrono::nanoseco
   max_sessions_.store(max_sessions, std::memory_order_relaxed);
   const std::size_t evicted = shards_.SetCapacity(max_sessions);
   budget_.Release(evicted);
+  evictions_.fetch_add(evicted, std::memory_order_relaxed);
   return evicted;
 }
 
@@ -162,6 +165,7 @@ bool SessionTable::EvictFromOtherShard(std::size_t except) {
     const std::lock_guard lock(shard.mu);
     if (shard.map.Empty()) continue;
     shard.map.PopOldest();
+    evictions_.fetch_add(1, std::memory_order_relaxed);
     budget_.Release(1);
     return true;
   }

@@ -138,6 +138,9 @@ class SessionTable {
 
   // Bindings held, expired ones not yet reclaimed included. Locks each shard in turn.
   std::size_t Size() const;
+  // Bindings the bounds pushed out (max_sessions, a smaller Resize, the global budget), since the
+  // table was built; expiry and Forget are not evictions.
+  std::uint64_t Evictions() const { return evictions_.load(std::memory_order_relaxed); }
   // Bytes held by the table and its shards.
   std::size_t MemoryBytes() const;
   std::size_t ShardCount() const { return shards_.Count(); }
@@ -167,6 +170,7 @@ class SessionTable {
   std::atomic<std::size_t> max_sessions_;
   std::atomic<std::chrono::nanoseconds::rep> ttl_;
   std::atomic<bool> detached_{false};
+  std::atomic<std::uint64_t> evictions_{0};
   SessionBudget& budget_;
   Shards shards_;
 };

@@ -55,9 +55,23 @@ TEST(RoutingOptionsTest, MapsEveryFieldOfTheRoutingSpec) {
   EXPECT_EQ(o.default_expected_tokens, 20);
   EXPECT_FALSE(o.wait_without_workers);  // no autoscaler: an empty pool cannot get a worker
   spec.autoscaling.enabled = true;
+  spec.autoscaling.max_replicas = 0;  // may never run a worker
+  EXPECT_FALSE(RoutingOptions(spec).wait_without_workers);
+  spec.autoscaling.max_replicas = 1;
   EXPECT_TRUE(RoutingOptions(spec).wait_without_workers);
   spec.autoscaling.mode = api::ScalingMode::kRecommend;  // decides, never scales
   EXPECT_FALSE(RoutingOptions(spec).wait_without_workers);
+}
+
+TEST(RoutingOptionsTest, ThePickEndpointsSettingsComeFromTheSpec) {
+  api::InferencePoolSpec spec = api::DefaultSpec();
+  spec.models = {"llama-3-8b", "qwen"};
+  spec.routing.session_affinity.header = "x-conversation";
+  spec.routing.admission.queue_timeout_seconds = 2.5;
+  const auto o = RoutingOptions(spec);
+  EXPECT_EQ(o.models, spec.models);
+  EXPECT_EQ(o.session_header, "x-conversation");
+  EXPECT_EQ(o.queue_timeout, std::chrono::milliseconds(2500));
 }
 
 TEST(RoutingOptionsTest, TheDefaultSpecGivesTheEnginesDefaults) {
@@ -71,6 +85,12 @@ class UpdatePoolDirectoryTest : public ::testing::Test {
     UpdatePoolDirectory(directory_, pool_, workers_, kNow);
     state_ = directory_.Find("prod/chat");
     ASSERT_NE(state_, nullptr);
+    // Nothing published yet: no snapshot, so picks answer 503 until the leader's first table.
+    ASSERT_EQ(state_->snapshot(), nullptr);
+    EXPECT_EQ(state_->TryPick({}, 1, kNow).status, routing::PickStatus::kNotPublished);
+    pool_.status.routing = BuildRoutingTable(pool_.spec, workers_, std::nullopt);
+    UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+    ASSERT_NE(state_->snapshot(), nullptr);
   }
 
   SessionBudget budget_;
@@ -93,8 +113,7 @@ TEST_F(UpdatePoolDirectoryTest, TheSnapshotIsTheTablesListAndGeneration) {
     EXPECT_EQ(snapshot->worker(i).weight, table.workers[i].weight);
   }
 
-  // Published: the same list against that status keeps the generation, and the snapshot.
-  pool_.status.routing = table;
+  // The same list against that status keeps the generation, and the snapshot.
   UpdatePoolDirectory(directory_, pool_, workers_, kNow);
   EXPECT_EQ(state_->snapshot(), snapshot);
 
@@ -132,7 +151,7 @@ TEST_F(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
 }
 
 TEST_F(UpdatePoolDirectoryTest, WeightsComeFromThePublishedTable) {
-  EXPECT_EQ(state_->snapshot()->worker(0).weight, routing::kMaxWeight);  // nothing published yet
+  EXPECT_EQ(state_->snapshot()->worker(0).weight, routing::kMaxWeight);  // as first published
   api::RoutingTable table = BuildRoutingTable(pool_.spec, workers_, std::nullopt);
   table.workers[1].weight = 250;  // b, as the leader weighed it
   table.workers.push_back({.pod = "z", .address = "z:8000", .weight = 900});  // not seen here

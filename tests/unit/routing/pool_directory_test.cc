@@ -57,7 +57,7 @@ TEST(PoolDirectoryTest, RemoveTakesThePoolOutAndAnswersItsWaitingPicks) {
   state->SetSnapshot(PoolSnapshot::Build(Workers(1), 1, Strategy::kJouleWeighted), kNow);
   state->ObserveLoad(
       testing::KeyOf(0),
-      {.kv_blocks_total = 10, .kv_blocks_free = 0, .block_size = 16, .available = true}, kNow);
+      {.kv_blocks_total = 100, .kv_blocks_free = 0, .block_size = 16, .available = true}, kNow);
   std::optional<PickStatus> answer;
   ASSERT_EQ(testing::PickOrWait(*state, kNow, answer).status, PickStatus::kQueued);
   EXPECT_TRUE(pools.Remove("prod/chat"));

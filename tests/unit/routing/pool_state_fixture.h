@@ -65,7 +65,7 @@ class PoolStateTest : public ::testing::Test {
   }
 
   void Start(std::vector<Worker> workers, Strategy strategy = Strategy::kJouleWeighted,
-             PoolState::Options options = DefaultOptions()) {
+             const PoolState::Options& options = DefaultOptions()) {
     state_ = std::make_unique<PoolState>(options, budget_);
     Publish(std::move(workers), strategy);
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -441,6 +442,89 @@ TEST_F(PoolStateTest, ANewSnapshotKeepsLoadsAndCountsOfTheWorkersThatStay) {
   EXPECT_FALSE(*state_->HasRoom(KeyOf(0), 161));
   EXPECT_EQ(*state_->Busyness(KeyOf(2)), 0.0);
   EXPECT_EQ(state_->Busyness(KeyOf(7)), std::nullopt);
+}
+
+TEST_F(PoolStateTest, APickForAModelTheSpecDoesNotListIsUnknown) {
+  PoolState::Options options = DefaultOptions();
+  options.models = {"llama", "qwen"};
+  Start(Workers(2), Strategy::kRoundRobin, options);
+  EXPECT_TRUE(Pick({.model = "qwen"}).picked());
+  EXPECT_TRUE(Pick({}).picked()) << "a pick that names no model takes any";
+  EXPECT_EQ(Pick({.model = "mistral"}).status, PickStatus::kUnknownModel);
+  std::optional<PickStatus> answer;
+  EXPECT_EQ(state_
+                ->Pick({.model = "mistral"}, 1, now_,
+                       {.deadline = now_ + std::chrono::seconds(9),
+                        .done = [&](const PickOutcome& o) { answer = o.status; }})
+                .status,
+            PickStatus::kUnknownModel)
+      << "answered at once, never queued";
+  EXPECT_EQ(state_->Waiting(), 0U);
+  EXPECT_FALSE(answer.has_value());
+  options.models.clear();  // any model again
+  state_->Reconfigure(options, now_);
+  EXPECT_TRUE(Pick({.model = "mistral"}).picked());
+}
+
+TEST_F(PoolStateTest, ARequestLargerThanTheLargestWorkersCacheIsTooLarge) {
+  Start(Workers(2));
+  // 160 tokens by default (10 blocks of 16): fine while no worker reported its cache.
+  EXPECT_TRUE(Pick({.prompt_tokens = 5000}).picked());
+  Observe(0, {.kv_blocks_total = 100, .kv_blocks_free = 100, .block_size = 16, .available = true});
+  Observe(1, {.kv_blocks_total = 300, .kv_blocks_free = 0, .block_size = 16, .available = true});
+  // 300 blocks of 16 tokens at most: 4,800 tokens.
+  EXPECT_FALSE(Pick({.prompt_tokens = 4800, .expected_tokens = 1}).picked());
+  const PickOutcome big = Pick({.prompt_tokens = 4800, .expected_tokens = 1});
+  EXPECT_EQ(big.status, PickStatus::kTooLarge);
+  EXPECT_EQ(big.blocks_needed, 301);
+  EXPECT_EQ(big.blocks_largest, 300);
+  EXPECT_EQ(Pick({.prompt_tokens = 4799, .expected_tokens = 1}).status, PickStatus::kNoRoom)
+      << "fits the largest, which has no room now: waits";
+  // The largest leaves: the next largest bounds requests.
+  Publish({Workers(2)[0]});
+  EXPECT_EQ(Pick({.prompt_tokens = 1601, .expected_tokens = 1}).status, PickStatus::kTooLarge);
+}
+
+TEST_F(PoolStateTest, ANewBindingIsToldApartFromAHit) {
+  Start(Workers(3));
+  const PickOutcome first = PickSession("user-1");
+  ASSERT_TRUE(first.picked());
+  EXPECT_EQ(first.reason, PickReason::kSession);
+  EXPECT_TRUE(first.new_session);
+  const PickOutcome again = PickSession("user-1");
+  EXPECT_EQ(again.reason, PickReason::kSession);
+  EXPECT_FALSE(again.new_session);
+}
+
+TEST_F(PoolStateTest, SessionEvictionsCountWhatTheBoundsPushedOut) {
+  PoolState::Options options = DefaultOptions();
+  options.sessions.max_sessions = 2;
+  Start(Workers(2), Strategy::kJouleWeighted, options);
+  for (const char* s : {"a", "b", "c", "d"}) ASSERT_TRUE(PickSession(s).picked());
+  EXPECT_EQ(state_->SessionEvictions(), 2U);
+  ASSERT_TRUE(state_->sessions()->Forget(SessionHashOf("d")));
+  EXPECT_EQ(state_->SessionEvictions(), 2U) << "a forgotten session is not an eviction";
+  options.session_affinity = false;  // the table goes; its count stays
+  state_->Reconfigure(options, now_);
+  options.session_affinity = true;
+  state_->Reconfigure(options, now_);
+  for (const char* s : {"e", "f", "g"}) ASSERT_TRUE(PickSession(s).picked());
+  EXPECT_EQ(state_->SessionEvictions(), 3U);
+}
+
+TEST_F(PoolStateTest, TheEndpointSettingsAreTheOptionsInForce) {
+  PoolState::Options options = DefaultOptions();
+  options.session_header = "x-conversation";
+  options.queue_timeout = std::chrono::seconds(7);
+  options.block_size_tokens = 32;
+  Start(Workers(1), Strategy::kJouleWeighted, options);
+  auto settings = state_->endpoint_settings();
+  EXPECT_EQ(settings.session_header, "x-conversation");
+  EXPECT_EQ(settings.queue_timeout, std::chrono::seconds(7));
+  EXPECT_EQ(settings.prefix_block_tokens, 32);
+  options.prefix_affinity = false;
+  state_->Reconfigure(options, now_);
+  EXPECT_EQ(state_->endpoint_settings().prefix_block_tokens, 0) << "prompts are not hashed";
 }
 
 }  // namespace
