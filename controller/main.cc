@@ -1,10 +1,11 @@
 // eoc-controller: the operator's process. It runs the InferencePool controller (informers over
 // pools, worker pods and nodes; the reconciler that keeps each pool's workers and routing state
 // and publishes its status), the scrape loop (every replica scrapes every worker), leader election
-// on a Lease, and the HTTP endpoints /metrics, /healthz and /readyz; it stops cleanly on SIGTERM
-// or SIGINT, handing the Lease back.
+// on a Lease, the pick endpoint that gateways call (every replica, leader or not), and /metrics,
+// /healthz and /readyz; it stops cleanly on SIGTERM or SIGINT, answering waiting picks and
+// handing the Lease back.
 //
-//   eoc-controller --kubeconfig ~/.kube/config --leader-elect --metrics-bind-address :8080
+//   eoc-controller --kubeconfig ~/.kube/config --leader-elect --pick-bind-address :8090
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +25,9 @@
 #include "kube/leader_election.h"
 #include "routing/pool_directory.h"
 #include "server/handlers.h"
+#include "server/pick_endpoint.h"
+#include "server/pick_metrics.h"
+#include "server/pool_ticker.h"
 #include "server/server.h"
 #include "telemetry/logging.h"
 #include "telemetry/metrics.h"
@@ -49,10 +53,14 @@ struct Flags {
   int scrape_max_in_flight = 64;
   int carbon_poll_interval_seconds = 300;  // signals::kMinCarbonPollInterval
   int carbon_timeout_seconds = 10;         // carbon::kCarbonFetchTimeout
+  std::string pick_bind_address = ":8090";
+  int pick_threads = 2;
+  int pick_max_connections = 4096;
+  std::size_t pick_max_header_bytes = std::size_t{16} * 1024;
+  std::size_t pick_max_body_bytes = std::size_t{1024} * 1024;
+  int pick_idle_timeout_seconds = 60;
+  std::size_t max_sessions_total = 4'000'000;
 };
-
-// The sessions of every pool together (the pick endpoint's issue makes this --max-sessions-total).
-constexpr std::size_t kMaxSessionsTotal = 4'000'000;
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
@@ -86,7 +94,7 @@ int Run(const Flags& flags) {
   // Each valid pool's routing state, for the pick path; written by the reconciler, loaded by the
   // scrape loop. Every replica scrapes every worker of every pool (each needs live load for its
   // own picks), through the fetcher its spec.metrics.access names.
-  eoc::routing::SessionBudget session_budget(kMaxSessionsTotal);
+  eoc::routing::SessionBudget session_budget(flags.max_sessions_total);
   eoc::routing::PoolDirectory directory(session_budget);
   eoc::controller::DirectFetcher direct_fetcher(
       {.max_in_flight = static_cast<std::size_t>(flags.scrape_max_in_flight)});
@@ -135,8 +143,27 @@ int Run(const Flags& flags) {
       Serve(flags.health_probe_bind_address, &readiness, shared ? &metrics : nullptr);
   std::unique_ptr<eoc::server::HttpServer> metrics_server;
   if (!shared) metrics_server = Serve(flags.metrics_bind_address, nullptr, &metrics);
-  log.Info("serving",
-           {{"metrics", flags.metrics_bind_address}, {"health", flags.health_probe_bind_address}});
+
+  // The pick endpoint, on its own address and threads, routing from this replica's directory.
+  eoc::server::PickMetrics pick_metrics;
+  metrics.AddCollector([&pick_metrics, &directory] { return pick_metrics.Collect(&directory); });
+  const eoc::server::PickEndpoint pick_endpoint(
+      directory, pick_metrics, eoc::RealClock(),
+      {.pools_loaded = [&pools] { return pools.PoolsSynced(); }});
+  eoc::server::PoolTicker ticker(directory, eoc::RealClock());
+  ticker.Start();
+  eoc::server::HttpServer pick_server(
+      {.address = flags.pick_bind_address,
+       .threads = flags.pick_threads,
+       .max_header_bytes = flags.pick_max_header_bytes,
+       .max_body_bytes = flags.pick_max_body_bytes,
+       .idle_timeout = std::chrono::seconds(flags.pick_idle_timeout_seconds),
+       .max_connections = static_cast<std::size_t>(flags.pick_max_connections)});
+  pick_endpoint.Register(pick_server);
+  pick_server.Start();
+  log.Info("serving", {{"metrics", flags.metrics_bind_address},
+                       {"health", flags.health_probe_bind_address},
+                       {"picks", flags.pick_bind_address}});
 
   std::unique_ptr<kube::Client> elector_client;
   if (flags.leader_elect) {
@@ -183,6 +210,8 @@ int Run(const Flags& flags) {
   const int signal = eoc::WaitForStopSignal();
   log.Info("stopping", {{"signal", signal}});
   if (elector) elector->Stop();  // hands the Lease back first, so a successor starts at once
+  pick_server.Stop();            // waiting picks answer 503; answers being sent drain
+  ticker.Stop();
   pools.Stop();
   scrape_loop.Stop();
   if (metrics_server) metrics_server->Stop();
@@ -244,6 +273,33 @@ int main(int argc, char** argv) {
   app.add_option("--carbon-timeout", f.carbon_timeout_seconds,
                  "seconds one poll of a Carbon Aware SDK may take, from name lookup to answer")
       ->check(CLI::Range(1, 300))
+      ->capture_default_str();
+  app.add_option("--pick-bind-address", f.pick_bind_address,
+                 "host:port of the pick endpoint that gateways call")
+      ->capture_default_str();
+  app.add_option("--pick-threads", f.pick_threads, "I/O threads of the pick endpoint")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--pick-max-connections", f.pick_max_connections,
+                 "connections the pick endpoint holds open at once (at the cap, the one idle "
+                 "or stalled longest gives way to a new one)")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  app.add_option("--pick-max-header-bytes", f.pick_max_header_bytes,
+                 "a pick request's start line and headers together, at most (more: 431)")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--pick-max-body-bytes", f.pick_max_body_bytes,
+                 "a pick request's body, at most (more: 413)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{64} << 20))
+      ->capture_default_str();
+  app.add_option("--pick-idle-timeout", f.pick_idle_timeout_seconds,
+                 "seconds a kept-alive pick connection may idle between requests")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--max-sessions-total", f.max_sessions_total,
+                 "session bindings of all pools together (each pool also has its maxSessions)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

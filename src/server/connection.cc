@@ -1,11 +1,14 @@
 #include "server/connection.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -39,13 +42,53 @@ bool IsHttpError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
 
+std::int64_t SteadyNow() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
 }  // namespace
 
+bool Pending::Answer(std::function<void(Response&)> fill) {
+  int waiting = kWaiting;
+  if (!state_.compare_exchange_strong(waiting, kAnswered, std::memory_order_acq_rel)) return false;
+  const std::shared_ptr<Connection> connection = connection_.lock();
+  if (connection == nullptr) return false;
+  connection->Deliver(std::move(fill));
+  return true;
+}
+
+bool Pending::Abandon(server::Abandon why) {
+  int waiting = kWaiting;
+  if (!state_.compare_exchange_strong(waiting, kAbandoned, std::memory_order_acq_rel)) return false;
+  if (auto on_abandon = std::move(on_abandon_)) on_abandon(why);
+  return true;
+}
+
+void Pending::SetOnAbandon(std::function<void(server::Abandon)> on_abandon) {
+  on_abandon_ = std::move(on_abandon);
+}
+
 ServerCore::Admission ServerCore::Register(const std::shared_ptr<Connection>& connection) {
-  const std::lock_guard lock(mu_);
-  if (stopping()) return Admission::kStopping;
-  if (connections_.size() >= options.max_connections) return Admission::kFull;
-  connections_.emplace(connection.get(), connection);
+  std::shared_ptr<Connection> victim;
+  {
+    const std::lock_guard lock(mu_);
+    if (stopping()) return Admission::kStopping;
+    if (connections_.size() >= options.max_connections) {
+      // The one that has waited longest on its client gives way. O(connections), only at the cap.
+      auto chosen = connections_.end();
+      for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+        const Connection& c = *it->first;  // alive: its destructor's Unregister waits for mu_
+        if (c.phase() == Phase::kBusy) continue;
+        if (chosen == connections_.end() || c.phase_since() < chosen->first->phase_since()) {
+          chosen = it;
+        }
+      }
+      if (chosen == connections_.end()) return Admission::kFull;
+      victim = chosen->second.lock();  // null if it is being destroyed: its place is free anyway
+      connections_.erase(chosen);
+      evicted_.fetch_add(1, std::memory_order_relaxed);
+    }
+    connections_.emplace(connection.get(), connection);
+  }
+  if (victim != nullptr) victim->Close();
   return Admission::kAdmitted;
 }
 
@@ -59,29 +102,41 @@ std::size_t ServerCore::open_connections() const {
   return connections_.size();
 }
 
-void ServerCore::CloseAll() {
+std::vector<std::shared_ptr<Connection>> ServerCore::Open() {
   std::vector<std::shared_ptr<Connection>> open;
-  {
-    const std::lock_guard lock(mu_);
-    stopping_.store(true, std::memory_order_relaxed);
-    for (const auto& [key, weak] : connections_) {
-      if (auto connection = weak.lock()) open.push_back(std::move(connection));
-    }
+  const std::lock_guard lock(mu_);
+  stopping_.store(true, std::memory_order_relaxed);
+  for (const auto& [key, weak] : connections_) {
+    if (auto connection = weak.lock()) open.push_back(std::move(connection));
   }
-  for (const auto& connection : open) connection->Close();
+  return open;
+}
+
+void ServerCore::BeginStop() {
+  for (const auto& connection : Open()) connection->Shutdown();
+}
+
+void ServerCore::CloseAll() {
+  for (const auto& connection : Open()) connection->Close();
 }
 
 Connection::Connection(net::ip::tcp::socket socket, ServerCore& core)
     : core_(core),
       stream_(std::move(socket)),
-      buffer_(core.options.max_header_bytes + kBufferSlack) {}
+      buffer_(core.options.max_header_bytes + kBufferSlack) {
+  phase_since_.store(SteadyNow(), std::memory_order_relaxed);
+}
 
 Connection::~Connection() { core_.Unregister(this); }
 
+void Connection::SetPhase(Phase phase) {
+  phase_since_.store(SteadyNow(), std::memory_order_relaxed);
+  phase_.store(phase, std::memory_order_relaxed);
+}
+
 void Connection::Start() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
-    self->stream_.expires_after(self->core_.options.header_timeout);
-    self->ReadHeader();
+    self->WaitForRequest(self->core_.options.header_timeout);
   });
 }
 
@@ -89,14 +144,62 @@ void Connection::Close() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
 }
 
-void Connection::WaitForRequest() {
+void Connection::Shutdown() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->phase() != Phase::kBusy) {
+      self->stream_.close();
+      return;
+    }
+    // Busy: an answer being sent closes the connection once sent (stopping() says no keep-alive);
+    // a put-off request still waiting is answered 503 now.
+    if (self->pending_ != nullptr && self->pending_->Abandon(Abandon::kStopping)) {
+      self->pending_.reset();
+      ++self->watch_;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);  // the watch
+      self->response_.Reset();
+      self->response_.SetError(503, "the server is shutting down");
+      self->keep_alive_ = false;
+      self->Send();
+    }
+  });
+}
+
+Later Connection::Defer() {
+  if (pending_ == nullptr) pending_ = std::make_shared<Pending>(weak_from_this());
+  return Pending::MakeLater(pending_);
+}
+
+void Connection::Deliver(std::function<void(Response&)> fill) {
+  net::post(stream_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
+    if (self->pending_ == nullptr) return;  // ended meanwhile (the handler threw, the stop)
+    self->pending_.reset();
+    ++self->watch_;
+    beast::error_code ignored;
+    self->stream_.socket().cancel(ignored);  // the watch
+    self->response_.Reset();
+    try {
+      fill(self->response_);
+    } catch (const std::exception& e) {
+      self->core_.log.Error("a put-off answer failed", {{"error", e.what()}});
+      self->response_.Reset();
+      self->response_.SetError(500, "internal server error");
+    }
+    self->Send();
+  });
+}
+
+void Connection::WaitForRequest(std::chrono::milliseconds timeout) {
   if (buffer_.size() > 0) {  // pipelined: the next request has begun already
+    SetPhase(Phase::kReading);
     stream_.expires_after(core_.options.header_timeout);
     ReadHeader();
     return;
   }
-  // Idle until the first byte; the header timeout starts only then.
-  stream_.expires_after(core_.options.idle_timeout);
+  // Idle until the first byte; the header timeout starts only then (for a kept-alive connection;
+  // a new one has the header timeout from its accept).
+  SetPhase(Phase::kIdle);
+  stream_.expires_after(timeout);
   stream_.async_read_some(buffer_.prepare(kFirstRead), [self = shared_from_this()](
                                                            beast::error_code ec, std::size_t n) {
     if (ec) {  // the client closed, or stayed idle too long: nothing to answer
@@ -104,6 +207,7 @@ void Connection::WaitForRequest() {
       return;
     }
     self->buffer_.commit(n);
+    self->SetPhase(Phase::kReading);
     self->stream_.expires_after(self->core_.options.header_timeout);
     self->ReadHeader();
   });
@@ -162,13 +266,15 @@ void Connection::OnBody(beast::error_code ec) {
 
 void Connection::OnReadError(beast::error_code ec, bool header_done) {
   if (ec == http::error::header_limit || (ec == http::error::buffer_overflow && !header_done)) {
-    Refuse(431, "request header fields too large\n");
+    Refuse(431, "request headers over the limit of " +
+                    std::to_string(core_.options.max_header_bytes) + " bytes");
   } else if (ec == http::error::body_limit || ec == http::error::buffer_overflow) {
-    Refuse(413, "request body too large\n");
+    Refuse(413, "request body over the limit of " + std::to_string(core_.options.max_body_bytes) +
+                    " bytes");
   } else if (IsHttpError(ec) && ec != http::error::end_of_stream &&
              ec != http::error::partial_message) {
     core_.log.Debug("malformed request", {{"error", ec.message()}});
-    Refuse(400, "bad request: " + ec.message() + "\n");
+    Refuse(400, "malformed request: " + ec.message());
   } else {
     // The client closed or reset the connection, or a timeout fired (which closed the socket):
     // there is no one to answer.
@@ -177,25 +283,59 @@ void Connection::OnReadError(beast::error_code ec, bool header_done) {
 }
 
 void Connection::Dispatch() {
+  SetPhase(Phase::kBusy);
   const auto& message = parser_->get();
   headers_.clear();
   for (const auto& field : message) {
     headers_.push_back({View(field.name_string()), View(field.value())});
   }
-  const Request request(View(message.method_string()), View(message.target()), headers_,
-                        message.body());
+  Request request(View(message.method_string()), View(message.target()), headers_, message.body(),
+                  this);
   response_.Reset();
-  bool omit_body = false;
-  core_.paths.Serve(request, response_, omit_body, core_.log);
-  Send(message.keep_alive() && !core_.stopping(), omit_body, message.version() == 10);
+  keep_alive_ = message.keep_alive();
+  http10_ = message.version() == 10;
+  const bool ok = core_.paths.Serve(request, response_, omit_body_, core_.log);
+  if (pending_ != nullptr) {
+    if (ok) {
+      WatchWhileDeferred();
+      return;
+    }
+    // The handler put its request off, then threw: the 500 it got is the answer.
+    pending_->Abandon(Abandon::kClientGone);
+    pending_.reset();
+  }
+  Send();
 }
 
-void Connection::Send(bool keep_alive, bool omit_body, bool http10) {
-  const Framing framing{.keep_alive = keep_alive, .http10 = http10, .omit_body = omit_body};
+void Connection::WatchWhileDeferred() {
+  // No deadline of the server's own while the handler's answer is awaited (a pick's wait is its
+  // pool's queue timeout); the client's going away is noticed, and abandons the request.
+  stream_.expires_never();
+  stream_.socket().async_wait(
+      net::ip::tcp::socket::wait_read,
+      [self = shared_from_this(), watch = watch_](beast::error_code ec) {
+        if (watch != self->watch_ || self->pending_ == nullptr) return;  // answered meanwhile
+        if (!ec) {
+          char byte = 0;
+          const ssize_t n =
+              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+            return;  // the next pipelined request: it waits its turn, and the watch ends here
+          }
+        }
+        if (self->pending_->Abandon(Abandon::kClientGone)) self->pending_.reset();
+        self->stream_.close();
+      });
+}
+
+void Connection::Send() {
+  const bool keep_alive = keep_alive_ && !core_.stopping();
+  const Framing framing{.keep_alive = keep_alive, .http10 = http10_, .omit_body = omit_body_};
   SerializeHead(response_, framing, out_);
   const std::string_view body = BodyToSend(response_, framing);
   const std::array<net::const_buffer, 2> buffers = {net::buffer(out_),
                                                     net::buffer(body.data(), body.size())};
+  SetPhase(Phase::kBusy);
   stream_.expires_after(core_.options.write_timeout);
   net::async_write(stream_, buffers,
                    [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
@@ -208,23 +348,27 @@ void Connection::OnSent(beast::error_code ec, bool keep_alive) {
   if (response_.body().capacity() > kKeptCapacity) std::string().swap(response_.body());
   if (ec) {
     stream_.close();
-  } else if (keep_alive) {
-    WaitForRequest();
+  } else if (keep_alive && !core_.stopping()) {
+    WaitForRequest(core_.options.idle_timeout);
   } else {
     LingerThenClose();
   }
 }
 
 void Connection::Refuse(int status, std::string_view message) {
+  SetPhase(Phase::kBusy);
   response_.Reset();
-  response_.set_status(status);
-  response_.body().assign(message);
-  Send(/*keep_alive=*/false, /*omit_body=*/false, /*http10=*/false);
+  response_.SetError(status, message);
+  keep_alive_ = false;
+  omit_body_ = false;
+  http10_ = false;
+  Send();
 }
 
 void Connection::LingerThenClose() {
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  SetPhase(Phase::kIdle);  // answered: it may give way to a new connection
   stream_.expires_after(kLinger);
   drained_ = 0;
   Drain();
@@ -243,3 +387,15 @@ void Connection::Drain() {
 }
 
 }  // namespace eoc::server::internal
+
+namespace eoc::server {
+
+bool Later::Answer(std::function<void(Response&)> fill) const {
+  return pending_ != nullptr && pending_->Answer(std::move(fill));
+}
+
+void Later::OnAbandon(std::function<void(server::Abandon)> on_abandon) const {
+  if (pending_ != nullptr) pending_->SetOnAbandon(std::move(on_abandon));
+}
+
+}  // namespace eoc::server

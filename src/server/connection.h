@@ -2,10 +2,19 @@
 //
 // A connection reads a request (headers within header_timeout of its first byte, or of the accept),
 // answers it, and waits up to idle_timeout for the next; all of it on the connection's own strand,
-// so nothing in a connection needs a lock. Requests that must be refused (malformed, too large) get
-// their answer and then a lingering close: the write side is shut, and what the client still sends
-// is read and dropped for a moment, so that closing with unread bytes (which makes the kernel send
-// RST) does not destroy the answer before the client reads it.
+// so nothing in a connection needs a lock. Requests are answered one at a time, in order: bytes of
+// pipelined requests stay in the buffer until the answer before them is sent. A handler may put
+// its request off (Request::Defer): the connection then holds no thread, watches the socket for
+// the client going away, and sends the answer when the Later gives it. Requests that must be
+// refused (malformed, too large) get their answer and then a lingering close: the write side is
+// shut, and what the client still sends is read and dropped for a moment, so that closing with
+// unread bytes (which makes the kernel send RST) does not destroy the answer before the client
+// reads it.
+//
+// At max_connections, a new connection takes the place of the one that has waited longest on its
+// client: idle between requests, or still sending its request (a busy one, whose answer is being
+// made or sent, is never closed for another). Only when every open connection is busy is the new
+// one closed.
 #pragma once
 
 #include <array>
@@ -15,7 +24,10 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +44,13 @@ namespace eoc::server::internal {
 
 class Connection;
 
+// Where a connection is, for the choice of which gives way at the cap.
+enum class Phase : std::uint8_t {
+  kIdle,     // no byte of the next request yet (new, kept alive, or closing)
+  kReading,  // the request has begun and is not complete
+  kBusy,     // its answer is being made, waited for, or sent
+};
+
 // Shared by the server and its connections. Outlives every connection: the server joins its I/O
 // threads, whose handlers hold the last references to connections, before destroying it.
 class ServerCore {
@@ -43,45 +62,87 @@ class ServerCore {
   const telemetry::Logger log{"http-server"};
 
   enum class Admission { kAdmitted, kFull, kStopping };
-  // Counts `connection` as open unless the server is stopping or max_connections are open.
+  // Counts `connection` as open unless the server is stopping or max_connections are open and
+  // none of them can give way (see above); one that gives way is closed.
   Admission Register(const std::shared_ptr<Connection>& connection);
   void Unregister(const Connection* connection);
   std::size_t open_connections() const;
+  // Connections closed to make room for new ones, since the start.
+  std::uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
 
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
-  // From now on no connection is admitted and none is kept alive; the open ones are closed.
+  // From now on no connection is admitted and none is kept alive; each open one finishes what it
+  // is sending, answers a put-off request with 503, and closes.
+  void BeginStop();
+  // Closes every connection at once.
   void CloseAll();
 
  private:
+  std::vector<std::shared_ptr<Connection>> Open();
+
   std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> evicted_{0};
   mutable std::mutex mu_;
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections_;  // guarded by mu_
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// A put-off request's state, shared by its Later handles and its connection: whichever of the
+// answer and the abandonment comes first wins.
+class Pending {
+ public:
+  explicit Pending(std::weak_ptr<Connection> connection) : connection_(std::move(connection)) {}
+
+  static Later MakeLater(std::shared_ptr<Pending> pending) { return Later(std::move(pending)); }
+
+  // Later::Answer: true if this is the first end of the request.
+  bool Answer(std::function<void(Response&)> fill);
+  // The connection ends the request without an answer: true (and `on_abandon` has run) if it
+  // was still waiting.
+  bool Abandon(server::Abandon why);
+  void SetOnAbandon(std::function<void(server::Abandon)> on_abandon);
+
+ private:
+  enum State : int { kWaiting, kAnswered, kAbandoned };
+  std::atomic<int> state_{kWaiting};
+  std::weak_ptr<Connection> connection_;
+  std::function<void(server::Abandon)> on_abandon_;  // set and run on the connection's strand
+};
+
+class Connection : public std::enable_shared_from_this<Connection>, public Deferrer {
  public:
   Connection(boost::asio::ip::tcp::socket socket, ServerCore& core);
-  ~Connection();
+  ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   Connection(Connection&&) = delete;
   Connection& operator=(Connection&&) = delete;
 
-  // Both may be called from any thread; the work happens on the connection's strand.
+  // All may be called from any thread; the work happens on the connection's strand.
   void Start();
   void Close();
+  void Shutdown();  // ServerCore::BeginStop's part
+  // A put-off request's answer (Pending::Answer).
+  void Deliver(std::function<void(Response&)> fill);
+
+  // For the choice at the cap; read from any thread.
+  Phase phase() const { return phase_.load(std::memory_order_relaxed); }
+  std::int64_t phase_since() const { return phase_since_.load(std::memory_order_relaxed); }
+
+  Later Defer() override;  // Request::Defer, on the strand while the handler runs
 
  private:
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
-  void WaitForRequest();
+  void SetPhase(Phase phase);
+  void WaitForRequest(std::chrono::milliseconds timeout);
   void ReadHeader();
   void OnHeader(boost::beast::error_code ec);
   void ReadBody();
   void OnBody(boost::beast::error_code ec);
   void OnReadError(boost::beast::error_code ec, bool header_done);
   void Dispatch();
-  void Send(bool keep_alive, bool omit_body, bool http10);
+  void WatchWhileDeferred();
+  void Send();
   void OnSent(boost::beast::error_code ec, bool keep_alive);
   void Refuse(int status, std::string_view message);
   void LingerThenClose();
@@ -96,6 +157,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string out_;              // the serialized response; reused
   std::array<char, 4096> discard_{};
   std::size_t drained_ = 0;
+  // The request being answered: how its answer is framed.
+  bool keep_alive_ = true;
+  bool omit_body_ = false;
+  bool http10_ = false;
+  std::shared_ptr<Pending> pending_;  // while a request is put off
+  std::uint64_t watch_ = 0;           // numbers the watches of put-off requests
+  std::atomic<Phase> phase_{Phase::kIdle};
+  std::atomic<std::int64_t> phase_since_{0};
 };
 
 }  // namespace eoc::server::internal

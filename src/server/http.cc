@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/text.h"
+#include "telemetry/json_text.h"
 
 namespace eoc::server {
 namespace {
@@ -29,8 +30,13 @@ bool IsToken(std::string_view text) {
 }  // namespace
 
 Request::Request(std::string_view method, std::string_view target, std::span<const Header> headers,
-                 std::string_view body)
-    : method_(method), target_(target), path_(target), headers_(headers), body_(body) {
+                 std::string_view body, internal::Deferrer* deferrer)
+    : method_(method),
+      target_(target),
+      path_(target),
+      headers_(headers),
+      body_(body),
+      deferrer_(deferrer) {
   if (const std::size_t q = target.find('?'); q != std::string_view::npos) {
     path_ = target.substr(0, q);
     query_ = target.substr(q + 1);
@@ -43,6 +49,13 @@ std::optional<std::string_view> Request::header(std::string_view name) const {
     if (EqualsIgnoreCase(h.name, name)) return h.value;
   }
   return std::nullopt;
+}
+
+Later Request::Defer() const {
+  if (deferrer_ == nullptr) {
+    throw std::logic_error("Request::Defer: this request came on no connection to answer on");
+  }
+  return deferrer_->Defer();
 }
 
 void Response::set_status(int status) {
@@ -75,6 +88,14 @@ void Response::AddHeader(std::string_view name, std::string_view value) {
     throw std::invalid_argument("header " + std::string(name) + " is set by the server");
   }
   header_lines_.append(name).append(": ").append(value).append("\r\n");
+}
+
+void Response::SetError(int status, std::string_view message) {
+  set_status(status);
+  content_type_.assign(kJsonContentType);
+  body_.assign("{\"code\":").append(std::to_string(status)).append(",\"message\":");
+  telemetry::AppendJsonString(body_, message);
+  body_.push_back('}');
 }
 
 void Response::Reset() {

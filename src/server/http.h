@@ -12,15 +12,72 @@
 //
 // The server keeps one Response per connection and Reset()s it between requests, so a handler that
 // answers with a status and a header allocates nothing once the connection is warm.
+//
+// A handler that cannot answer yet (a pick waiting in its pool's queue) puts the request off and
+// returns, so that it holds no I/O thread; it answers later from any thread:
+//
+//   eoc::server::Later later = req.Defer();
+//   later.OnAbandon([ticket](eoc::server::Abandon why) { queue.Cancel(ticket); });
+//   ... on another thread, once:
+//   later.Answer([](eoc::server::Response& resp) { resp.AddHeader("x-answer", "42"); });
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 namespace eoc::server {
+
+class Response;
+class Later;
+
+namespace internal {
+class Pending;
+// What can put a request off: the connection it came on.
+class Deferrer {
+ public:
+  virtual Later Defer() = 0;
+
+ protected:
+  Deferrer() = default;
+  virtual ~Deferrer() = default;
+  Deferrer(const Deferrer&) = default;
+  Deferrer& operator=(const Deferrer&) = default;
+  Deferrer(Deferrer&&) = default;
+  Deferrer& operator=(Deferrer&&) = default;
+};
+}  // namespace internal
+
+// Why a request that was put off ends without its handler's answer.
+enum class Abandon {
+  kClientGone,  // the client closed the connection: there is no one to answer
+  kStopping,    // the server is stopping: it answers 503 itself
+};
+
+// A request put off by Request::Defer, to be answered later from any thread. A copyable handle;
+// a default-constructed one answers nothing.
+class Later {
+ public:
+  Later() = default;
+
+  // Answers the request: `fill` runs on the connection's thread with a fresh Response (200, as a
+  // handler gets it), and what it fills is sent. Only the first Answer does anything: false when
+  // the request was answered or abandoned already (then `fill` is not run). A `fill` that throws
+  // makes the answer a 500.
+  bool Answer(std::function<void(Response&)> fill) const;
+
+  // `on_abandon` runs once, on the connection's thread, if the request ends without an Answer (see
+  // Abandon). Set it before the handler that deferred returns; it must not block.
+  void OnAbandon(std::function<void(Abandon)> on_abandon) const;
+
+ private:
+  friend class internal::Pending;
+  explicit Later(std::shared_ptr<internal::Pending> pending) : pending_(std::move(pending)) {}
+  std::shared_ptr<internal::Pending> pending_;
+};
 
 struct Header {
   std::string_view name;
@@ -31,7 +88,7 @@ struct Header {
 class Request {
  public:
   Request(std::string_view method, std::string_view target, std::span<const Header> headers,
-          std::string_view body);
+          std::string_view body, internal::Deferrer* deferrer = nullptr);
 
   // "GET", as sent: methods are case-sensitive.
   std::string_view method() const { return method_; }
@@ -42,6 +99,16 @@ class Request {
   std::span<const Header> headers() const { return headers_; }
   // The first header with this name (case-insensitive), or nullopt.
   std::optional<std::string_view> header(std::string_view name) const;
+  // The path's {parameters} of the route that matched, in the pattern's order, still
+  // percent-encoded ("/v1/pools/{namespace}/{name}/pick": namespace, name).
+  std::span<const std::string_view> params() const { return params_; }
+  void set_params(std::span<const std::string_view> params) { params_ = params; }
+
+  // Puts the request off: the handler returns without answering, and the connection waits for
+  // the Later's Answer (reading nothing more meanwhile; pipelined requests wait their turn). What
+  // the handler filled into its Response is discarded. Throws std::logic_error for a request that
+  // came on no connection (built by a test).
+  Later Defer() const;
 
  private:
   std::string_view method_;
@@ -50,6 +117,8 @@ class Request {
   std::string_view query_;
   std::span<const Header> headers_;
   std::string_view body_;
+  std::span<const std::string_view> params_;
+  internal::Deferrer* deferrer_ = nullptr;
 };
 
 // A response: 200, no headers of its own and an empty body until the handler says otherwise. The
@@ -75,6 +144,11 @@ class Response {
   // The added headers, each as "Name: value\r\n".
   std::string_view header_lines() const { return header_lines_; }
 
+  // An error answer, as every endpoint of the server gives one: `status` and the JSON body
+  // {"code":status,"message":"..."} (the message names the field or the problem), replacing any
+  // body and content type set before; headers already added stay.
+  void SetError(int status, std::string_view message);
+
   // Back to 200, default content type, no headers, empty body; keeps the memory for reuse.
   void Reset();
 
@@ -93,5 +167,7 @@ using Handler = std::function<void(const Request&, Response&)>;
 // "text/plain; version=0.0.4; charset=utf-8": the Prometheus text exposition format.
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
+// The content type of JSON answers, errors included (Response::SetError).
+inline constexpr std::string_view kJsonContentType = "application/json";
 
 }  // namespace eoc::server

@@ -24,6 +24,8 @@ using net::ip::tcp;
 // After a failed accept (out of file descriptors, most likely), wait this long before the next
 // one rather than spin.
 constexpr std::chrono::milliseconds kAcceptRetry(100);
+// How often Stop() looks whether the connections have drained.
+constexpr std::chrono::milliseconds kDrainPoll(5);
 
 ServerOptions Validated(ServerOptions options) {
   if (options.threads < 1) throw std::invalid_argument("server threads must be at least 1");
@@ -35,7 +37,7 @@ ServerOptions Validated(ServerOptions options) {
     throw std::invalid_argument("server max_header_bytes must be from 1 to 2^32-1");
   }
   for (const auto timeout : {options.header_timeout, options.idle_timeout, options.body_timeout,
-                             options.write_timeout}) {
+                             options.write_timeout, options.drain_timeout}) {
     if (timeout.count() <= 0) throw std::invalid_argument("server timeouts must be positive");
   }
   return options;
@@ -107,7 +109,7 @@ class HttpServer::Impl {
         break;
       case internal::ServerCore::Admission::kFull:
         // Closed as `connection` goes out of scope. Debug only: a flood would flood the log too.
-        core.log.Debug("connection refused: max_connections are open",
+        core.log.Debug("connection refused: max_connections are open and busy",
                        {{"max_connections", core.options.max_connections}});
         break;
       case internal::ServerCore::Admission::kStopping:
@@ -182,17 +184,24 @@ std::uint16_t HttpServer::port() const { return impl_->port; }
 
 std::size_t HttpServer::open_connections() const { return impl_->core.open_connections(); }
 
+std::uint64_t HttpServer::evicted_connections() const { return impl_->core.evicted(); }
+
 void HttpServer::Stop() {
   Impl& s = *impl_;
   const std::lock_guard lock(s.stop_mu);
   if (!s.started || s.threads.empty()) return;
-  s.core.CloseAll();  // from here on, whatever is still accepted is closed at once
+  s.core.BeginStop();  // from here on, whatever is still accepted is closed at once
   {
     const std::lock_guard acceptor_lock(s.acceptor_mu);
     boost::system::error_code ignored;
     s.acceptor.close(ignored);
     s.retry.cancel();
   }
+  const auto deadline = std::chrono::steady_clock::now() + s.core.options.drain_timeout;
+  while (s.core.open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kDrainPoll);
+  }
+  s.core.CloseAll();
   // The threads return once the closed connections have finished and nothing is left to run.
   for (auto& thread : s.threads) thread.join();
   s.threads.clear();

@@ -1,6 +1,8 @@
-// The operator's HTTP/1.1 server (Boost.Beast on Asio): /metrics, /healthz, /readyz, and later the
-// pick endpoint. Exact-path routes with a handler per method; keep-alive; every buffer, wait and
-// count bounded, so that no client can make it grow or hang (DESIGN.md, "The pick endpoint").
+// The operator's HTTP/1.1 server (Boost.Beast on Asio): /metrics, /healthz, /readyz and the pick
+// endpoint. Routes by exact path or by pattern ("/v1/pools/{namespace}/{name}/pick"), a handler
+// per method; keep-alive and pipelining; handlers that answer later without holding a thread
+// (Request::Defer); every buffer, wait and count bounded, so that no client can make it grow or
+// hang (DESIGN.md, "The pick endpoint").
 //
 //   eoc::server::HttpServer server({.address = ":8080", .threads = 2});
 //   server.Handle("GET", "/healthz", eoc::server::HealthzHandler());
@@ -12,10 +14,12 @@
 //   server.Stop();                        // or let the destructor do it
 //
 // Handlers run on the I/O threads, so they must not block: a slow handler holds up every
-// connection that thread serves. A HEAD request is answered by the path's GET handler, without
-// the body. Errors the server answers itself: 400 malformed request (then close), 404 unknown path,
-// 405 method not registered for the path (with Allow), 413 body over the limit and 431 headers
-// over the limit (both then close, without reading the rest), 500 when a handler throws.
+// connection that thread serves; one that must wait defers its request (http.h). A HEAD request is
+// answered by the path's GET handler, without the body. Errors the server answers itself, each as
+// JSON {"code":N,"message":"..."} (Response::SetError): 400 malformed request (then close), 404
+// unknown path, 405 method not registered for the path (with Allow), 413 body over the limit and
+// 431 headers over the limit (both then close, without reading the rest), 500 when a handler
+// throws, 503 to a deferred request still waiting when the server stops.
 #pragma once
 
 #include <chrono>
@@ -48,8 +52,12 @@ struct ServerOptions {
   std::chrono::milliseconds body_timeout = std::chrono::seconds(30);
   // To send one response: a client that stops reading is dropped after this.
   std::chrono::milliseconds write_timeout = std::chrono::seconds(30);
-  // Connections open at once; one more is closed as soon as it is accepted.
+  // Connections open at once. At the cap a new connection takes the place of the one that has
+  // waited longest on its client (idle, or still sending its request); when all are busy
+  // answering, the new one is closed as soon as it is accepted.
   std::size_t max_connections = 1024;
+  // How long Stop() lets connections finish sending their answers before it closes them.
+  std::chrono::milliseconds drain_timeout = std::chrono::seconds(5);
 };
 
 class HttpServer {
@@ -76,9 +84,13 @@ class HttpServer {
 
   // Connections open now, including those being closed.
   std::size_t open_connections() const;
+  // Connections closed to make room for new ones at max_connections, since Start().
+  std::uint64_t evicted_connections() const;
 
-  // Closes the listener and every connection, waits for handlers that are running, and joins the
-  // I/O threads. Idempotent. Must not be called from a handler.
+  // Stops gracefully: closes the listener; answers every deferred request still waiting with 503
+  // (its Later's OnAbandon hears kStopping); lets answers being made or sent finish, closing each
+  // connection after its answer (idle ones at once); after drain_timeout closes what is left; and
+  // joins the I/O threads. Idempotent. Must not be called from a handler.
   void Stop();
 
  private:

@@ -13,9 +13,13 @@
 // (DESIGN.md, "Rules of the house").
 #pragma once
 
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include <functional>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace eoc::telemetry {
 
@@ -31,11 +35,21 @@ class Metrics {
   // Thread-safe, as prometheus::Registry is.
   prometheus::Registry& registry() { return registry_; }
 
-  // Every registered family in the Prometheus text format (version 0.0.4). Thread-safe.
+  // Families made afresh each time the metrics are read, beside the registry's: for series kept
+  // off the registry's locks (the pick endpoint's per-thread counts, server/pick_metrics.h).
+  // `collect` is called from the thread that reads the metrics; it must be thread-safe and
+  // outlive this object's use. Thread-safe.
+  using Collector = std::function<std::vector<prometheus::MetricFamily>()>;
+  void AddCollector(Collector collect);
+
+  // Every registered family, then every collector's, in the Prometheus text format (version
+  // 0.0.4). Thread-safe.
   std::string Serialize() const;
 
  private:
   prometheus::Registry registry_;
+  mutable std::mutex mu_;
+  std::vector<Collector> collectors_;  // guarded by mu_
 };
 
 }  // namespace eoc::telemetry

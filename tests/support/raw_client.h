@@ -1,7 +1,7 @@
-// A deliberately simple HTTP client over a raw TCP socket, for server tests: it sends exactly the
-// bytes a test gives it (well-formed or not), reads one response at a time, and can tell when the
-// server has closed the connection. Every wait has a deadline, so a broken server fails the test
-// instead of hanging it.
+// A deliberately simple HTTP client over a raw TCP socket to loopback, for tests of servers: it
+// sends exactly the bytes a test gives it (well-formed or not), reads one response at a time, and
+// can tell when the server has closed the connection. Every wait has a deadline, so a broken server
+// fails the test instead of hanging it.
 #pragma once
 
 #include <arpa/inet.h>
@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace eoc::server::testing {
+namespace eoc::testing {
 
 struct RawResponse {
   int status = 0;
@@ -151,4 +151,4 @@ class RawClient {
   std::string buffer_;
 };
 
-}  // namespace eoc::server::testing
+}  // namespace eoc::testing

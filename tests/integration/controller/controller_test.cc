@@ -55,7 +55,9 @@ class ControllerBinaryTest : public ::testing::Test {
             "--metrics-bind-address",
             "127.0.0.1:" + std::to_string(metrics_port),
             "--health-probe-bind-address",
-            "127.0.0.1:" + std::to_string(health_port)};
+            "127.0.0.1:" + std::to_string(health_port),
+            "--pick-bind-address",
+            "127.0.0.1:" + std::to_string(FreePort())};
   }
 
   std::string Holder(const std::string& lease) {

@@ -88,6 +88,7 @@ class FleetTest : public NamespacedTest {
     agent_->Start();
     ASSERT_TRUE(agent_->WaitForSync(kPatience));
     metrics_port_ = FreePort();
+    pick_port_ = FreePort();
     std::vector<std::string> args{EOC_CONTROLLER,
                                   "--kubeconfig",
                                   plane_->Var("EOC_KUBECONFIG"),
@@ -96,7 +97,9 @@ class FleetTest : public NamespacedTest {
                                   "--metrics-bind-address",
                                   "127.0.0.1:" + std::to_string(metrics_port_),
                                   "--health-probe-bind-address",
-                                  "127.0.0.1:" + std::to_string(FreePort())};
+                                  "127.0.0.1:" + std::to_string(FreePort()),
+                                  "--pick-bind-address",
+                                  "127.0.0.1:" + std::to_string(pick_port_)};
     for (std::string& flag : ControllerFlags()) args.push_back(std::move(flag));
     controller_ = std::make_unique<ChildProcess>(std::move(args), /*merge_stderr=*/true);
   }
@@ -170,6 +173,7 @@ class FleetTest : public NamespacedTest {
   std::vector<std::string> nodes_;  // the names of Nodes()
   std::unique_ptr<NodeAgent> agent_;
   int metrics_port_ = 0;
+  int pick_port_ = 0;  // the controller's pick endpoint
   std::unique_ptr<ChildProcess> controller_;
 };
 

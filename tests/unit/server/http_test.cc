@@ -128,13 +128,15 @@ class PathTableTest : public ::testing::Test {
   Response Serve(std::string_view method, std::string_view target) {
     Response response;
     omit_body_ = false;
-    paths_.Serve(Request(method, target, {}, ""), response, omit_body_, log_);
+    Request request(method, target, {}, "");
+    served_ok_ = paths_.Serve(request, response, omit_body_, log_);
     return response;
   }
 
   internal::PathTable paths_;
   telemetry::Logger log_{"paths-test"};
   bool omit_body_ = false;
+  bool served_ok_ = false;
 };
 
 TEST_F(PathTableTest, RoutesExactPathsByMethod) {
@@ -164,6 +166,36 @@ TEST_F(PathTableTest, AThrowingHandlerBecomesAClean500) {
   const Response response = Serve("GET", "/boom");
   EXPECT_EQ(response.status(), 500);
   EXPECT_EQ(response.header_lines(), "") << "nothing of the half-built answer";
+  EXPECT_FALSE(served_ok_);
+  EXPECT_EQ(Serve("GET", "/healthz").status(), 200);
+  EXPECT_TRUE(served_ok_);
+}
+
+TEST_F(PathTableTest, PatternsHandTheirParametersToTheHandler) {
+  std::vector<std::string> seen;
+  paths_.Add("GET", "/v1/pools/{namespace}/{name}/pick", [&](const Request& req, Response&) {
+    seen.assign(req.params().begin(), req.params().end());
+  });
+  EXPECT_EQ(Serve("GET", "/v1/pools/prod/chat/pick?x=1").status(), 200);
+  EXPECT_EQ(seen, (std::vector<std::string>{"prod", "chat"}));
+  EXPECT_EQ(Serve("GET", "/v1/pools/prod/pick").status(), 404);
+  EXPECT_EQ(Serve("GET", "/healthz").status(), 200) << "exact paths still match";
+}
+
+TEST(RequestTest, ARequestWithoutAConnectionCannotBeDeferred) {
+  const Request request("GET", "/", {}, "");
+  EXPECT_THROW(request.Defer(), std::logic_error);
+}
+
+TEST(ResponseTest, SetErrorAnswersJsonNamingTheProblem) {
+  Response response;
+  response.AddHeader("Retry-After", "1");
+  response.body() = "was here";
+  response.SetError(429, "pool \"prod/chat\": queue full\n");
+  EXPECT_EQ(response.status(), 429);
+  EXPECT_EQ(response.content_type(), "application/json");
+  EXPECT_EQ(response.body(), R"({"code":429,"message":"pool \"prod/chat\": queue full\n"})");
+  EXPECT_EQ(response.header_lines(), "Retry-After: 1\r\n");
 }
 
 }  // namespace

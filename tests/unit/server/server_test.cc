@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -62,6 +64,23 @@ class HttpServerTest : public ::testing::Test {
       resp.body() = "partial";
       throw std::runtime_error("handler bug");
     });
+    server_->Handle("GET", "/v1/items/{kind}/of/{name}", [](const Request& req, Response& resp) {
+      for (const std::string_view param : req.params()) resp.body().append(param).append(";");
+    });
+    server_->Handle("GET", "/v1/items/special/of/one", [](const Request& req, Response& resp) {
+      resp.body() = "exact:" + std::to_string(req.params().size());
+    });
+    // Answers later, when the test says (Answer), or never.
+    server_->Handle("GET", "/v1/later", [this](const Request& req, Response& resp) {
+      resp.body() = "discarded";
+      const Later later = req.Defer();
+      later.OnAbandon([this](Abandon why) {
+        const std::lock_guard lock(mu_);
+        abandoned_.push_back(why);
+      });
+      const std::lock_guard lock(mu_);
+      later_.push_back(later);
+    });
     server_->Start();
     ASSERT_NE(server_->port(), 0);
   }
@@ -75,9 +94,42 @@ class HttpServerTest : public ::testing::Test {
     return client.ReadResponse();
   }
 
+  // Waits (bounded) until `n` requests to /v1/later are waiting.
+  bool AwaitLater(std::size_t n) const {
+    const auto deadline = std::chrono::steady_clock::now() + RawClient::kPatience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        const std::lock_guard lock(mu_);
+        if (later_.size() >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+  Later LaterAt(std::size_t i) const {
+    const std::lock_guard lock(mu_);
+    return later_.at(i);
+  }
+  std::vector<Abandon> Abandoned() const {
+    const std::lock_guard lock(mu_);
+    return abandoned_;
+  }
+  // Waits (bounded) until `n` waiting requests were abandoned.
+  bool AwaitAbandoned(std::size_t n) const {
+    const auto deadline = std::chrono::steady_clock::now() + RawClient::kPatience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (Abandoned().size() >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+
   telemetry::Metrics metrics_;
   ReadinessChecks readiness_;
   std::atomic<int> echo_calls_{0};
+  mutable std::mutex mu_;
+  std::vector<Later> later_;            // guarded by mu_
+  std::vector<Abandon> abandoned_;      // guarded by mu_
   std::unique_ptr<HttpServer> server_;  // last: stopped before the state its handlers use goes
 };
 
@@ -190,6 +242,7 @@ TEST_F(HttpServerTest, UnknownPathIs404) {
   const auto response = Fetch("GET /nope HTTP/1.1\r\nHost: test\r\n\r\n");
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 404);
+  EXPECT_EQ(response->body, R"({"code":404,"message":"no such path: /nope"})");
   // Exact paths: no prefix or trailing-slash matching.
   EXPECT_EQ(Fetch("GET /healthz/ HTTP/1.1\r\nHost: test\r\n\r\n")->status, 404);
   EXPECT_EQ(Fetch("GET /health HTTP/1.1\r\nHost: test\r\n\r\n")->status, 404);
@@ -265,7 +318,9 @@ TEST_F(HttpServerTest, HandlerThatThrowsGets500) {
   const auto response = Fetch("GET /v1/throw HTTP/1.1\r\nHost: test\r\n\r\n");
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 500);
-  EXPECT_EQ(response->body, "internal server error\n") << "nothing of the half-built answer";
+  EXPECT_EQ(response->body, R"({"code":500,"message":"internal server error"})")
+      << "nothing of the half-built answer";
+  EXPECT_EQ(response->header("content-type"), "application/json");
 }
 
 TEST_F(HttpServerTest, OversizedHeadersAre431ThenClose) {
@@ -276,6 +331,8 @@ TEST_F(HttpServerTest, OversizedHeadersAre431ThenClose) {
   const auto response = client.ReadResponse();
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 431);
+  EXPECT_EQ(response->body,
+            R"({"code":431,"message":"request headers over the limit of 8192 bytes"})");
   EXPECT_EQ(response->header("connection"), "close");
   EXPECT_TRUE(client.WaitForClose());
 }
@@ -298,8 +355,34 @@ TEST_F(HttpServerTest, OversizedBodyIs413WithoutReadingIt) {
   const auto response = client.ReadResponse();
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 413);
+  EXPECT_EQ(response->body,
+            R"({"code":413,"message":"request body over the limit of 1048576 bytes"})");
   EXPECT_TRUE(client.WaitForClose());
   EXPECT_EQ(echo_calls_, 0);
+}
+
+TEST_F(HttpServerTest, ALyingContentLengthIsNeverServedAsMoreThanWasSent) {
+  StartServer({.body_timeout = std::chrono::milliseconds(300)});
+  // Says 100 bytes, sends 5, then waits: no answer, no handler call, closed at the body timeout.
+  RawClient short_body(port());
+  ASSERT_TRUE(
+      short_body.Send("POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n"
+                      "hello"));
+  EXPECT_TRUE(short_body.WaitForClose());
+  EXPECT_EQ(short_body.pending(), "");
+  // Says 5, sends more: the handler sees 5, and the rest is read as the next request (here
+  // malformed: 400, then close).
+  RawClient long_body(port());
+  ASSERT_TRUE(long_body.Send(
+      "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello world\r\n\r\n"));
+  const auto first = long_body.ReadResponse();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_THAT(first->body, HasSubstr("body=hello"));
+  EXPECT_THAT(first->body, ::testing::Not(HasSubstr("world")));
+  const auto second = long_body.ReadResponse();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->status, 400);
+  EXPECT_EQ(echo_calls_, 1);
 }
 
 TEST_F(HttpServerTest, OversizedChunkedBodyIs413) {
@@ -411,23 +494,146 @@ TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
   EXPECT_EQ(client.ReadResponse()->status, 200);
 }
 
-TEST_F(HttpServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
+TEST_F(HttpServerTest, AtTheCapTheConnectionIdleLongestGivesWay) {
   StartServer({.max_connections = 2});
   RawClient first(port());
   RawClient second(port());
-  // Served, so both are surely accepted and counted before the third arrives.
+  // Served, so both are surely accepted and counted before the third arrives; first idles longer.
   ASSERT_TRUE(first.Send(kGetHealthz));
   ASSERT_EQ(first.ReadResponse()->status, 200);
   ASSERT_TRUE(second.Send(kGetHealthz));
   ASSERT_EQ(second.ReadResponse()->status, 200);
 
   RawClient third(port());
+  ASSERT_TRUE(third.Send(kGetHealthz));
+  const auto response = third.ReadResponse();
+  ASSERT_TRUE(response.has_value()) << "the new connection is served";
+  EXPECT_EQ(response->status, 200);
+  EXPECT_TRUE(first.WaitForClose()) << "the one idle longest made room";
+  ASSERT_TRUE(second.Send(kGetHealthz));
+  EXPECT_EQ(second.ReadResponse()->status, 200) << "the other is untouched";
+  EXPECT_EQ(server_->open_connections(), 2U);
+  EXPECT_EQ(server_->evicted_connections(), 1U);
+}
+
+TEST_F(HttpServerTest, HalfOpenConnectionsBeyondTheCapDoNotLockOutAWellBehavedClient) {
+  // More clients that send half a header and stall than the cap, as a slowloris attack: each new
+  // connection takes the place of the one stalled longest, so a client that sends its request
+  // at once is served every time, /healthz and all, long before the header timeout.
+  constexpr std::size_t kCap = 40;
+  StartServer({.header_timeout = std::chrono::seconds(60), .max_connections = kCap});
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (std::size_t i = 0; i < 3 * kCap; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(port()));
+    ASSERT_TRUE(stalled.back()->Send("GET /healthz HTTP/1.1\r\nHost: t"));
+  }
+  for (int i = 0; i < 5; ++i) {
+    const auto response = Fetch(kGetHealthz);
+    ASSERT_TRUE(response.has_value()) << "request " << i;
+    EXPECT_EQ(response->status, 200);
+  }
+  EXPECT_LE(server_->open_connections(), kCap);
+  EXPECT_GE(server_->evicted_connections(), 2 * kCap);
+}
+
+TEST_F(HttpServerTest, WhenEveryConnectionIsBusyANewOneIsClosed) {
+  StartServer({.max_connections = 2});
+  RawClient first(port());
+  RawClient second(port());
+  ASSERT_TRUE(first.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(second.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(AwaitLater(2));  // both busy: their answers are awaited
+
+  RawClient third(port());
   EXPECT_TRUE(third.WaitForClose());
   EXPECT_EQ(third.pending(), "");
 
-  ASSERT_TRUE(first.Send(kGetHealthz));
-  EXPECT_EQ(first.ReadResponse()->status, 200) << "the admitted ones are untouched";
-  EXPECT_EQ(server_->open_connections(), 2U);
+  EXPECT_TRUE(LaterAt(0).Answer([](Response& resp) { resp.body() = "one"; }));
+  EXPECT_TRUE(LaterAt(1).Answer([](Response& resp) { resp.body() = "two"; }));
+  std::set<std::string> bodies = {first.ReadResponse()->body, second.ReadResponse()->body};
+  EXPECT_EQ(bodies, (std::set<std::string>{"one", "two"})) << "the busy ones are untouched";
+}
+
+TEST_F(HttpServerTest, ADeferredRequestIsAnsweredLaterFromAnotherThread) {
+  StartServer({.threads = 1});
+  RawClient client(port());
+  // A deferred request and, pipelined behind it, another: answers come in order.
+  ASSERT_TRUE(
+      client.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"
+                  "GET /v1/echo?n=2 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(AwaitLater(1));
+  // The only I/O thread is free meanwhile: another client is served.
+  EXPECT_EQ(Fetch(kGetHealthz)->status, 200);
+  EXPECT_EQ(echo_calls_, 0) << "the pipelined request waits its turn";
+
+  std::thread answerer([later = LaterAt(0)] {
+    EXPECT_TRUE(later.Answer([](Response& resp) {
+      resp.set_status(202);
+      resp.AddHeader("x-answer", "42");
+    }));
+    EXPECT_FALSE(later.Answer([](Response&) { ADD_FAILURE() << "a second answer ran"; }));
+  });
+  answerer.join();
+  const auto first = client.ReadResponse();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->status, 202);
+  EXPECT_EQ(first->header("x-answer"), "42");
+  EXPECT_EQ(first->body, "") << "what the handler filled before deferring is discarded";
+  const auto second = client.ReadResponse();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_THAT(second->body, HasSubstr("query=n=2"));
+  EXPECT_TRUE(Abandoned().empty());
+}
+
+TEST_F(HttpServerTest, AClientThatGoesAwayAbandonsItsDeferredRequest) {
+  StartServer();
+  {
+    RawClient client(port());
+    ASSERT_TRUE(client.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_TRUE(AwaitLater(1));
+  }
+  ASSERT_TRUE(AwaitAbandoned(1));
+  EXPECT_EQ(Abandoned(), std::vector<Abandon>{Abandon::kClientGone});
+  EXPECT_FALSE(LaterAt(0).Answer([](Response&) {})) << "no one to answer";
+}
+
+TEST_F(HttpServerTest, StopAnswersWaitingDeferredRequests503) {
+  StartServer({.threads = 2});
+  RawClient waiting(port());
+  ASSERT_TRUE(waiting.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(AwaitLater(1));
+  RawClient idle(port());
+
+  server_->Stop();
+
+  const auto response = waiting.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(response->body, R"({"code":503,"message":"the server is shutting down"})");
+  EXPECT_EQ(response->header("connection"), "close");
+  EXPECT_TRUE(waiting.WaitForClose());
+  EXPECT_TRUE(idle.WaitForClose());
+  EXPECT_EQ(Abandoned(), std::vector<Abandon>{Abandon::kStopping});
+  EXPECT_FALSE(LaterAt(0).Answer([](Response&) {}));
+}
+
+TEST_F(HttpServerTest, PatternsMatchWholeSegmentsAndAnExactPathWins) {
+  StartServer();
+  auto get = [&](const std::string& path) {
+    return Fetch("GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n");
+  };
+  EXPECT_EQ(get("/v1/items/pods/of/vllm-0")->body, "pods;vllm-0;");
+  EXPECT_EQ(get("/v1/items/pods/of/vllm-0?x=1")->body, "pods;vllm-0;") << "the query is apart";
+  EXPECT_EQ(get("/v1/items/a%2Fb/of/c")->body, "a%2Fb;c;") << "still encoded";
+  EXPECT_EQ(get("/v1/items/special/of/one")->body, "exact:0");
+  EXPECT_EQ(get("/v1/items//of/x")->status, 404) << "a parameter is never empty";
+  EXPECT_EQ(get("/v1/items/a/of/b/c")->status, 404);
+  EXPECT_EQ(get("/v1/items/a/of")->status, 404);
+  EXPECT_EQ(get("/v1/items/a/to/b")->status, 404);
+  const auto wrong =
+      Fetch("POST /v1/items/a/of/b HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(wrong->status, 405);
+  EXPECT_EQ(wrong->header("allow"), "GET, HEAD");
 }
 
 TEST_F(HttpServerTest, ClosedConnectionsFreeTheirPlace) {
@@ -517,11 +723,18 @@ TEST(HttpServerLifecycleTest, RejectsBadOptionsAndLateRoutes) {
   EXPECT_THROW(HttpServer({.threads = 0}), std::invalid_argument);
   EXPECT_THROW(HttpServer({.max_connections = 0}), std::invalid_argument);
   EXPECT_THROW(HttpServer({.idle_timeout = std::chrono::milliseconds(0)}), std::invalid_argument);
+  EXPECT_THROW(HttpServer({.drain_timeout = std::chrono::milliseconds(0)}), std::invalid_argument);
 
   HttpServer server;
   server.Handle("GET", "/healthz", HealthzHandler());
   EXPECT_THROW(server.Handle("GET", "/healthz", HealthzHandler()), std::invalid_argument);
   EXPECT_THROW(server.Handle("GET", "healthz", HealthzHandler()), std::invalid_argument);
+  for (const std::string_view bad :
+       {"/v1/{", "/v1/{}", "/v1/a{b}", "/v1/{a}{b}", "/v1/{a}b", "/{a}/{b}/{c}/{d}/{e}"}) {
+    EXPECT_THROW(server.Handle("GET", bad, HealthzHandler()), std::invalid_argument) << bad;
+  }
+  server.Handle("GET", "/v1/{a}", HealthzHandler());
+  EXPECT_THROW(server.Handle("GET", "/v1/{a}", HealthzHandler()), std::invalid_argument);
   server.Start();
   EXPECT_THROW(server.Handle("GET", "/late", HealthzHandler()), std::logic_error);
   EXPECT_THROW(server.Start(), std::logic_error);

@@ -1,0 +1,85 @@
+// The pick endpoint (DESIGN.md, "The pick endpoint"): the routing engine served over HTTP, what
+// gateways call on every request to learn which worker should take it. Every replica serves it
+// from its own pool directory, leader or not.
+//
+//   eoc::server::PickMetrics metrics;
+//   eoc::server::PickEndpoint picks(directory, metrics, eoc::RealClock());
+//   picks.Register(server);   // before server.Start()
+//
+// Routes:
+//   POST /v1/pick                              JSON in, JSON out:
+//        {"pool":"ns/name","model":"m","session_id":"s","prompt_tokens":900,
+//         "expected_tokens":200,"prefix_hashes":["3f2a9c0d1e4b5a67"] |
+//         "prompt":"...","wait_ms":5000}
+//        -> 200 {"endpoint":"10.0.3.7:8000","pod":"ns/vllm-0","reason":"session","generation":4}
+//   GET|POST /v1/pools/{namespace}/{name}/pick the gateway form: inputs from headers (the pool's
+//        sessionAffinity.header, x-model, x-eoc-prompt-tokens, x-eoc-expected-tokens,
+//        x-eoc-prefix-hashes as a comma list, x-eoc-wait-ms), the body ignored; answers 200 with
+//        no body and x-gateway-destination-endpoint: ip:port (and x-eoc-pod, x-eoc-reason).
+//        With x-eoc-auth-mode: 1 (nginx's auth_request passes on only 2xx, 401 and 403) every
+//        failure is 403 with x-eoc-status: <the real code>, and a wait defaults to 30 s.
+//   GET|DELETE /v1/pools/{namespace}/{name}/sessions/{id}
+//        this replica's binding of the session: 200
+//        {"session","pod","endpoint","expires_in_seconds"} or 404; DELETE answers 204, or 404 when
+//        there was none.
+// Errors are JSON {"code":N,"message":"..."} (Response::SetError), the message naming the field or
+// the problem: 400 bad input (and a request that needs more KV blocks than the largest worker
+// holds), 404 unknown pool (503 while the replica is still loading its pools) or model, 429 queue
+// full (Retry-After: 1), 503 no worker and no way to wait for one (Retry-After: 5) or the routing
+// table not yet published (Retry-After: 1), 504 waited past the deadline.
+//
+// A pick that finds no room waits in its pool's queue without holding an I/O thread
+// (Request::Defer), up to the pool's queueTimeoutSeconds or the request's shorter wait; a client
+// that goes away takes its pick out of the queue, and a stopping server answers the waiting ones
+// 503. The hot path takes no lock: the directory and the pool's state are read lock-free, the
+// metrics are per thread (PickMetrics), and the parse and answer reuse per-thread buffers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "common/clock.h"
+#include "routing/pool_directory.h"
+#include "server/http.h"
+#include "server/pick_metrics.h"
+#include "server/server.h"
+
+namespace eoc::server {
+
+class PickEndpoint {
+ public:
+  struct Options {
+    // How long an auth_request-mode pick waits at most when it does not say (x-eoc-wait-ms): under
+    // gateways' usual 60 s upstream timeout.
+    std::chrono::milliseconds auth_mode_wait = std::chrono::seconds(30);
+    // Whether this replica has loaded its pools (the InferencePool informer has synced): until
+    // then a pool it does not know answers 503 (Retry-After: 1), not 404. Null: always loaded.
+    std::function<bool()> pools_loaded;
+  };
+
+  // `pools`, `metrics` and `clock` must outlive the server the endpoint is registered on.
+  PickEndpoint(const routing::PoolDirectory& pools, PickMetrics& metrics, const Clock& clock,
+               Options options);
+  PickEndpoint(const routing::PoolDirectory& pools, PickMetrics& metrics, const Clock& clock)
+      : PickEndpoint(pools, metrics, clock, Options{}) {}
+
+  // Adds the routes above to `server` (before its Start()).
+  void Register(HttpServer& server) const;
+
+  // The handlers, for callers that route themselves.
+  void PickJson(const Request& request, Response& response) const;
+  void PickGateway(const Request& request, Response& response) const;
+  void GetSession(const Request& request, Response& response) const;
+  void DeleteSession(const Request& request, Response& response) const;
+
+ private:
+  bool PoolsLoaded() const;
+
+  const routing::PoolDirectory& pools_;
+  PickMetrics& metrics_;
+  const Clock& clock_;
+  const Options options_;
+};
+
+}  // namespace eoc::server
