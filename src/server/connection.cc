@@ -112,6 +112,19 @@ std::vector<std::shared_ptr<Connection>> ServerCore::Open() {
   return open;
 }
 
+void ServerCore::Sweep() {
+  const std::int64_t now = SteadyNow();
+  std::vector<std::shared_ptr<Connection>> expired;
+  {
+    const std::lock_guard lock(mu_);
+    for (const auto& [key, weak] : connections_) {
+      if (key->deadline() > now) continue;  // alive: its destructor's Unregister waits for mu_
+      if (auto connection = weak.lock()) expired.push_back(std::move(connection));
+    }
+  }
+  for (const auto& connection : expired) connection->CloseIfExpired();
+}
+
 void ServerCore::BeginStop() {
   for (const auto& connection : Open()) connection->Shutdown();
 }
@@ -122,9 +135,10 @@ void ServerCore::CloseAll() {
 
 Connection::Connection(net::ip::tcp::socket socket, ServerCore& core)
     : core_(core),
-      stream_(std::move(socket)),
+      socket_(std::move(socket)),
       buffer_(core.options.max_header_bytes + kBufferSlack) {
   phase_since_.store(SteadyNow(), std::memory_order_relaxed);
+  ExpireIn(core.options.header_timeout);  // counted from the accept, before Start
 }
 
 Connection::~Connection() { core_.Unregister(this); }
@@ -134,20 +148,41 @@ void Connection::SetPhase(Phase phase) {
   phase_.store(phase, std::memory_order_relaxed);
 }
 
+void Connection::ExpireIn(std::chrono::milliseconds timeout) {
+  deadline_.store(SteadyNow() + std::chrono::nanoseconds(timeout).count(),
+                  std::memory_order_relaxed);
+}
+
+void Connection::ExpireNever() {
+  deadline_.store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
+}
+
+void Connection::CloseSocket() {
+  beast::error_code ignored;
+  socket_.close(ignored);  // ends every operation in progress (operation_aborted)
+}
+
 void Connection::Start() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] {
+  net::post(socket_.get_executor(), [self = shared_from_this()] {
     self->WaitForRequest(self->core_.options.header_timeout);
   });
 }
 
 void Connection::Close() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
+  net::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseSocket(); });
+}
+
+void Connection::CloseIfExpired() {
+  net::post(socket_.get_executor(), [self = shared_from_this()] {
+    // Checked again on its thread: it may have moved on (a new deadline) since the sweep looked.
+    if (self->deadline() <= SteadyNow()) self->CloseSocket();
+  });
 }
 
 void Connection::Shutdown() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] {
+  net::post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->phase() != Phase::kBusy) {
-      self->stream_.close();
+      self->CloseSocket();
       return;
     }
     // Busy: an answer being sent closes the connection once sent (stopping() says no keep-alive);
@@ -156,7 +191,7 @@ void Connection::Shutdown() {
       self->pending_.reset();
       ++self->watch_;
       beast::error_code ignored;
-      self->stream_.socket().cancel(ignored);  // the watch
+      self->socket_.cancel(ignored);  // the watch
       self->response_.Reset();
       self->response_.SetError(503, "the server is shutting down");
       self->keep_alive_ = false;
@@ -171,12 +206,12 @@ Later Connection::Defer() {
 }
 
 void Connection::Deliver(std::function<void(Response&)> fill) {
-  net::post(stream_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
+  net::post(socket_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
     if (self->pending_ == nullptr) return;  // ended meanwhile (the handler threw, the stop)
     self->pending_.reset();
     ++self->watch_;
     beast::error_code ignored;
-    self->stream_.socket().cancel(ignored);  // the watch
+    self->socket_.cancel(ignored);  // the watch
     self->response_.Reset();
     try {
       fill(self->response_);
@@ -192,23 +227,23 @@ void Connection::Deliver(std::function<void(Response&)> fill) {
 void Connection::WaitForRequest(std::chrono::milliseconds timeout) {
   if (buffer_.size() > 0) {  // pipelined: the next request has begun already
     SetPhase(Phase::kReading);
-    stream_.expires_after(core_.options.header_timeout);
+    ExpireIn(core_.options.header_timeout);
     ReadHeader();
     return;
   }
   // Idle until the first byte; the header timeout starts only then (for a kept-alive connection;
   // a new one has the header timeout from its accept).
   SetPhase(Phase::kIdle);
-  stream_.expires_after(timeout);
-  stream_.async_read_some(buffer_.prepare(kFirstRead), [self = shared_from_this()](
+  ExpireIn(timeout);
+  socket_.async_read_some(buffer_.prepare(kFirstRead), [self = shared_from_this()](
                                                            beast::error_code ec, std::size_t n) {
     if (ec) {  // the client closed, or stayed idle too long: nothing to answer
-      self->stream_.close();
+      self->CloseSocket();
       return;
     }
     self->buffer_.commit(n);
     self->SetPhase(Phase::kReading);
-    self->stream_.expires_after(self->core_.options.header_timeout);
+    self->ExpireIn(self->core_.options.header_timeout);
     self->ReadHeader();
   });
 }
@@ -219,7 +254,7 @@ void Connection::ReadHeader() {
       core_.options.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
   parser_->body_limit(core_.options.max_body_bytes);
   http::async_read_header(
-      stream_, buffer_, *parser_,
+      socket_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnHeader(ec); });
 }
 
@@ -235,11 +270,11 @@ void Connection::OnHeader(beast::error_code ec) {
   const auto& message = parser_->get();
   // A client that asked to be told before it sends its body (curl does, for large ones).
   if (message.version() >= 11 && beast::iequals(message[http::field::expect], "100-continue")) {
-    stream_.expires_after(core_.options.body_timeout);
-    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+    ExpireIn(core_.options.body_timeout);
+    net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
                        if (write_ec) {
-                         self->stream_.close();
+                         self->CloseSocket();
                          return;
                        }
                        self->ReadBody();
@@ -250,9 +285,9 @@ void Connection::OnHeader(beast::error_code ec) {
 }
 
 void Connection::ReadBody() {
-  stream_.expires_after(core_.options.body_timeout);
+  ExpireIn(core_.options.body_timeout);
   http::async_read(
-      stream_, buffer_, *parser_,
+      socket_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
 }
 
@@ -278,7 +313,7 @@ void Connection::OnReadError(beast::error_code ec, bool header_done) {
   } else {
     // The client closed or reset the connection, or a timeout fired (which closed the socket):
     // there is no one to answer.
-    stream_.close();
+    CloseSocket();
   }
 }
 
@@ -310,22 +345,20 @@ void Connection::Dispatch() {
 void Connection::WatchWhileDeferred() {
   // No deadline of the server's own while the handler's answer is awaited (a pick's wait is its
   // pool's queue timeout); the client's going away is noticed, and abandons the request.
-  stream_.expires_never();
-  stream_.socket().async_wait(
-      net::ip::tcp::socket::wait_read,
-      [self = shared_from_this(), watch = watch_](beast::error_code ec) {
-        if (watch != self->watch_ || self->pending_ == nullptr) return;  // answered meanwhile
-        if (!ec) {
-          char byte = 0;
-          const ssize_t n =
-              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-          if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-            return;  // the next pipelined request: it waits its turn, and the watch ends here
-          }
-        }
-        if (self->pending_->Abandon(Abandon::kClientGone)) self->pending_.reset();
-        self->stream_.close();
-      });
+  ExpireNever();
+  socket_.async_wait(net::ip::tcp::socket::wait_read, [self = shared_from_this(),
+                                                       watch = watch_](beast::error_code ec) {
+    if (watch != self->watch_ || self->pending_ == nullptr) return;  // answered meanwhile
+    if (!ec) {
+      char byte = 0;
+      const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+        return;  // the next pipelined request: it waits its turn, and the watch ends here
+      }
+    }
+    if (self->pending_->Abandon(Abandon::kClientGone)) self->pending_.reset();
+    self->CloseSocket();
+  });
 }
 
 void Connection::Send() {
@@ -336,8 +369,8 @@ void Connection::Send() {
   const std::array<net::const_buffer, 2> buffers = {net::buffer(out_),
                                                     net::buffer(body.data(), body.size())};
   SetPhase(Phase::kBusy);
-  stream_.expires_after(core_.options.write_timeout);
-  net::async_write(stream_, buffers,
+  ExpireIn(core_.options.write_timeout);
+  net::async_write(socket_, buffers,
                    [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
                      self->OnSent(ec, keep_alive);
                    });
@@ -347,7 +380,7 @@ void Connection::OnSent(beast::error_code ec, bool keep_alive) {
   // A large answer (/metrics) need not stay allocated on a connection that may idle for a minute.
   if (response_.body().capacity() > kKeptCapacity) std::string().swap(response_.body());
   if (ec) {
-    stream_.close();
+    CloseSocket();
   } else if (keep_alive && !core_.stopping()) {
     WaitForRequest(core_.options.idle_timeout);
   } else {
@@ -367,19 +400,19 @@ void Connection::Refuse(int status, std::string_view message) {
 
 void Connection::LingerThenClose() {
   beast::error_code ignored;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   SetPhase(Phase::kIdle);  // answered: it may give way to a new connection
-  stream_.expires_after(kLinger);
+  ExpireIn(kLinger);
   drained_ = 0;
   Drain();
 }
 
 void Connection::Drain() {
-  stream_.async_read_some(net::buffer(discard_),
+  socket_.async_read_some(net::buffer(discard_),
                           [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                             self->drained_ += n;
                             if (ec || self->drained_ > kMaxDrainBytes) {
-                              self->stream_.close();
+                              self->CloseSocket();
                               return;
                             }
                             self->Drain();

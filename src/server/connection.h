@@ -1,15 +1,17 @@
 // Internal to the server: one client connection, and what the connections share with the server.
 //
 // A connection reads a request (headers within header_timeout of its first byte, or of the accept),
-// answers it, and waits up to idle_timeout for the next; all of it on the connection's own strand,
-// so nothing in a connection needs a lock. Requests are answered one at a time, in order: bytes of
-// pipelined requests stay in the buffer until the answer before them is sent. A handler may put
-// its request off (Request::Defer): the connection then holds no thread, watches the socket for
-// the client going away, and sends the answer when the Later gives it. Requests that must be
-// refused (malformed, too large) get their answer and then a lingering close: the write side is
-// shut, and what the client still sends is read and dropped for a moment, so that closing with
-// unread bytes (which makes the kernel send RST) does not destroy the answer before the client
-// reads it.
+// answers it, and waits up to idle_timeout for the next; all of it on the one thread of its
+// io_context, so nothing in a connection needs a lock. Its timeouts are a deadline it sets as it
+// goes (an atomic store, no timer per operation: re-arming a timer on every read and write cost a
+// system call each); the server's sweep closes the connections whose deadline passed. Requests are
+// answered one at a time, in order: bytes of pipelined requests stay in the buffer until the answer
+// before them is sent. A handler may put its request off (Request::Defer): the connection then
+// holds no thread, watches the socket for the client going away, and sends the answer when the
+// Later gives it. Requests that must be refused (malformed, too large) get their answer and then a
+// lingering close: the write side is shut, and what the client still sends is read and dropped for
+// a moment, so that closing with unread bytes (which makes the kernel send RST) does not destroy
+// the answer before the client reads it.
 //
 // At max_connections, a new connection takes the place of the one that has waited longest on its
 // client: idle between requests, or still sending its request (a busy one, whose answer is being
@@ -20,8 +22,8 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
@@ -76,6 +78,8 @@ class ServerCore {
   void BeginStop();
   // Closes every connection at once.
   void CloseAll();
+  // Closes the connections whose deadline has passed (the server calls it every sweep period).
+  void Sweep();
 
  private:
   std::vector<std::shared_ptr<Connection>> Open();
@@ -105,7 +109,7 @@ class Pending {
   enum State : int { kWaiting, kAnswered, kAbandoned };
   std::atomic<int> state_{kWaiting};
   std::weak_ptr<Connection> connection_;
-  std::function<void(server::Abandon)> on_abandon_;  // set and run on the connection's strand
+  std::function<void(server::Abandon)> on_abandon_;  // set and run on the connection's thread
 };
 
 class Connection : public std::enable_shared_from_this<Connection>, public Deferrer {
@@ -117,23 +121,29 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   Connection(Connection&&) = delete;
   Connection& operator=(Connection&&) = delete;
 
-  // All may be called from any thread; the work happens on the connection's strand.
+  // All may be called from any thread; the work happens on the connection's thread.
   void Start();
   void Close();
-  void Shutdown();  // ServerCore::BeginStop's part
+  void CloseIfExpired();  // ServerCore::Sweep's part
+  void Shutdown();        // ServerCore::BeginStop's part
   // A put-off request's answer (Pending::Answer).
   void Deliver(std::function<void(Response&)> fill);
 
   // For the choice at the cap; read from any thread.
   Phase phase() const { return phase_.load(std::memory_order_relaxed); }
   std::int64_t phase_since() const { return phase_since_.load(std::memory_order_relaxed); }
+  // When the connection times out (steady_clock ticks), for the sweep; read from any thread.
+  std::int64_t deadline() const { return deadline_.load(std::memory_order_relaxed); }
 
-  Later Defer() override;  // Request::Defer, on the strand while the handler runs
+  Later Defer() override;  // Request::Defer, on its thread while the handler runs
 
  private:
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
   void SetPhase(Phase phase);
+  void ExpireIn(std::chrono::milliseconds timeout);
+  void ExpireNever();
+  void CloseSocket();
   void WaitForRequest(std::chrono::milliseconds timeout);
   void ReadHeader();
   void OnHeader(boost::beast::error_code ec);
@@ -149,7 +159,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   void Drain();
 
   ServerCore& core_;
-  boost::beast::tcp_stream stream_;
+  boost::asio::ip::tcp::socket socket_;
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::vector<Header> headers_;  // views into parser_'s message, for Request; reused
@@ -165,6 +175,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   std::uint64_t watch_ = 0;           // numbers the watches of put-off requests
   std::atomic<Phase> phase_{Phase::kIdle};
   std::atomic<std::int64_t> phase_since_{0};
+  std::atomic<std::int64_t> deadline_{0};
 };
 
 }  // namespace eoc::server::internal

@@ -478,43 +478,63 @@ std::optional<std::string> SessionIdOf(const Request& request, Response& respons
   return id;
 }
 
+// What a sessions request names: its pool (found) and the session id, decoded; nullopt once
+// the error is answered.
+struct SessionTarget {
+  std::string key;
+  std::string id;
+  std::shared_ptr<routing::PoolState> pool;
+};
+
+std::optional<SessionTarget> FindSession(const routing::PoolDirectory& pools,
+                                         const Request& request, Response& response) {
+  SessionTarget target;
+  if (!PoolKeyOf(request, target.key)) {
+    response.SetError(400, "path: the pool must be /v1/pools/{namespace}/{name}/sessions/{id}");
+    return std::nullopt;
+  }
+  auto id = SessionIdOf(request, response);
+  if (!id) return std::nullopt;
+  target.id = std::move(*id);
+  target.pool = pools.Find(target.key);
+  if (target.pool == nullptr) {
+    response.SetError(404, "pool " + target.key + ": not found on this replica");
+    return std::nullopt;
+  }
+  return target;
+}
+
+void NotBound(Response& response, const SessionTarget& target) {
+  response.SetError(404, "session " + Quoted(target.id) + ": not bound to a worker of pool " +
+                             target.key + " on this replica");
+}
+
 }  // namespace
 
 void PickEndpoint::GetSession(const Request& request, Response& response) const {
-  std::string key;
-  if (!PoolKeyOf(request, key)) {
-    response.SetError(400, "path: the pool must be /v1/pools/{namespace}/{name}/sessions/{id}");
-    return;
-  }
-  const auto id = SessionIdOf(request, response);
-  if (!id) return;
-  const auto pool = pools_.Find(key);
-  if (pool == nullptr) {
-    response.SetError(404, "pool " + key + ": not found on this replica");
-    return;
-  }
-  const auto table = pool->sessions();
+  const auto target = FindSession(pools_, request, response);
+  if (!target) return;
+  const auto table = target->pool->sessions();
   const Clock::TimePoint now = clock_.Now();
-  const auto entry = table ? table->Peek(routing::SessionHashOf(*id), now) : std::nullopt;
+  const auto entry = table ? table->Peek(routing::SessionHashOf(target->id), now) : std::nullopt;
   if (!entry) {
-    response.SetError(404, "session " + Quoted(*id) + ": not bound to a worker of pool " + key +
-                               " on this replica");
+    NotBound(response, *target);
     return;
   }
   std::string& body = response.body();
-  body.assign("{\"session\":");
-  telemetry::AppendJsonString(body, *id);
-  const auto snapshot = pool->snapshot();
+  body.assign(R"({"session":)");
+  telemetry::AppendJsonString(body, target->id);
+  const auto snapshot = target->pool->snapshot();
   const auto index = snapshot ? snapshot->IndexOf(entry->worker) : std::nullopt;
   if (index) {
-    body.append(",\"pod\":");
+    body.append(R"(,"pod":)");
     telemetry::AppendJsonString(body, snapshot->worker(*index).pod);
-    body.append(",\"endpoint\":");
+    body.append(R"(,"endpoint":)");
     telemetry::AppendJsonString(body, snapshot->worker(*index).address);
   } else {
     body.append(R"(,"pod":null,"endpoint":null)");  // its worker left: the next turn rebinds it
   }
-  body.append(",\"expires_in_seconds\":");
+  body.append(R"(,"expires_in_seconds":)");
   if (entry->expires == Clock::TimePoint::max()) {
     body.append("null");
   } else {
@@ -526,22 +546,11 @@ void PickEndpoint::GetSession(const Request& request, Response& response) const 
 }
 
 void PickEndpoint::DeleteSession(const Request& request, Response& response) const {
-  std::string key;
-  if (!PoolKeyOf(request, key)) {
-    response.SetError(400, "path: the pool must be /v1/pools/{namespace}/{name}/sessions/{id}");
-    return;
-  }
-  const auto id = SessionIdOf(request, response);
-  if (!id) return;
-  const auto pool = pools_.Find(key);
-  if (pool == nullptr) {
-    response.SetError(404, "pool " + key + ": not found on this replica");
-    return;
-  }
-  const auto table = pool->sessions();
-  if (!table || !table->Forget(routing::SessionHashOf(*id))) {
-    response.SetError(404, "session " + Quoted(*id) + ": not bound to a worker of pool " + key +
-                               " on this replica");
+  const auto target = FindSession(pools_, request, response);
+  if (!target) return;
+  const auto table = target->pool->sessions();
+  if (!table || !table->Forget(routing::SessionHashOf(target->id))) {
+    NotBound(response, *target);
     return;
   }
   response.set_status(204);

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -65,6 +67,24 @@ tcp::endpoint ToEndpoint(const std::string& address) {
   return {ip, host_port.port};
 }
 
+// One io_context a thread, each run by its thread alone (concurrency hint 1): a connection lives on
+// one of them, so its handlers never run concurrently and need no strand.
+std::vector<std::unique_ptr<net::io_context>> MakeContexts(int threads) {
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  contexts.reserve(static_cast<std::size_t>(threads));
+  for (int i = 0; i < threads; ++i) contexts.push_back(std::make_unique<net::io_context>(1));
+  return contexts;
+}
+
+// How often the sweep looks for connections past their deadline: a quarter of the shortest
+// timeout, within 10 to 100 ms (a lingering close lasts 500 ms).
+std::chrono::milliseconds SweepPeriod(const ServerOptions& o) {
+  const auto shortest =
+      std::min({o.header_timeout, o.idle_timeout, o.body_timeout, o.write_timeout});
+  return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
+                                               std::chrono::milliseconds(100));
+}
+
 }  // namespace
 
 class HttpServer::Impl {
@@ -72,11 +92,13 @@ class HttpServer::Impl {
   explicit Impl(ServerOptions options)
       : core(Validated(std::move(options))),
         endpoint(ToEndpoint(core.options.address)),
-        io(core.options.threads) {}
+        contexts(MakeContexts(core.options.threads)),
+        sweep_period(SweepPeriod(core.options)) {}
 
-  // Call with acceptor_mu held.
+  // Call with acceptor_mu held. Accepted connections go to the threads' contexts in turn.
   void Accept() {
-    acceptor.async_accept(net::make_strand(io),
+    net::io_context& target = *contexts[next_context++ % contexts.size()];
+    acceptor.async_accept(target.get_executor(),
                           [this](boost::system::error_code ec, tcp::socket socket) {
                             OnAccept(ec, std::move(socket));
                           });
@@ -98,6 +120,17 @@ class HttpServer::Impl {
     Accept();
   }
 
+  // Call with acceptor_mu held.
+  void Sweep() {
+    sweep.expires_after(sweep_period);
+    sweep.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      core.Sweep();
+      const std::lock_guard lock(acceptor_mu);
+      if (sweeping) Sweep();
+    });
+  }
+
   void Admit(tcp::socket socket) {
     SetCloseOnExec(socket);
     boost::system::error_code ignored;
@@ -117,7 +150,7 @@ class HttpServer::Impl {
     }
   }
 
-  void Run() {
+  void Run(net::io_context& io) {
     // A handler that escapes the connection's own error handling is a bug; keep serving the other
     // connections rather than lose the thread.
     for (;;) {
@@ -132,12 +165,21 @@ class HttpServer::Impl {
 
   internal::ServerCore core;
   const tcp::endpoint endpoint;
-  net::io_context io;
+  std::vector<std::unique_ptr<net::io_context>> contexts;  // one a thread: the connections'
+  // Accepts and sweeps on a thread of their own, so that a handler that blocks its thread (which
+  // it must not) holds up only the connections of that thread, never new ones.
+  net::io_context accept_context{1};
+  // Keep each thread's run() going while it has no connection.
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
+  const std::chrono::milliseconds sweep_period;
   // Accepts are chained (one at a time), so only Stop() can touch the acceptor concurrently: a
-  // mutex is enough, and lets Stop() close it synchronously.
+  // mutex is enough, and lets Stop() close it synchronously. The sweep's timer is guarded alike.
   std::mutex acceptor_mu;
-  tcp::acceptor acceptor{io};   // guarded by acceptor_mu once the threads run
-  net::steady_timer retry{io};  // guarded by acceptor_mu
+  tcp::acceptor acceptor{accept_context};   // guarded by acceptor_mu once the threads run
+  net::steady_timer retry{accept_context};  // guarded by acceptor_mu
+  net::steady_timer sweep{accept_context};  // guarded by acceptor_mu
+  bool sweeping = false;                    // guarded by acceptor_mu
+  std::size_t next_context = 0;             // guarded by acceptor_mu
   std::vector<std::thread> threads;
   std::uint16_t port = 0;
   bool started = false;
@@ -173,8 +215,14 @@ void HttpServer::Start() {
   {
     const std::lock_guard lock(s.acceptor_mu);
     s.Accept();
+    s.sweeping = true;
+    s.Sweep();
   }
-  for (int i = 0; i < s.core.options.threads; ++i) s.threads.emplace_back([&s] { s.Run(); });
+  for (const auto& context : s.contexts) {
+    s.guards.push_back(net::make_work_guard(*context));
+    s.threads.emplace_back([&s, &io = *context] { s.Run(io); });
+  }
+  s.threads.emplace_back([&s] { s.Run(s.accept_context); });
   s.core.log.Info(
       "listening",
       {{"address", s.core.options.address}, {"port", s.port}, {"threads", s.core.options.threads}});
@@ -202,6 +250,12 @@ void HttpServer::Stop() {
     std::this_thread::sleep_for(kDrainPoll);
   }
   s.core.CloseAll();
+  {
+    const std::lock_guard sweep_lock(s.acceptor_mu);
+    s.sweeping = false;
+    s.sweep.cancel();
+  }
+  s.guards.clear();
   // The threads return once the closed connections have finished and nothing is left to run.
   for (auto& thread : s.threads) thread.join();
   s.threads.clear();

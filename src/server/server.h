@@ -39,6 +39,8 @@ struct ServerOptions {
   // IPv4 interface (":8080", as controller-runtime's --metrics-bind-address). Port 0: any free
   // port, see HttpServer::port().
   std::string address = "127.0.0.1:0";
+  // I/O threads, each with the connections it was given (in turn, as they were accepted); one
+  // more thread accepts and enforces the timeouts.
   int threads = 1;
   // A request's start line and headers, together; more answers 431.
   std::size_t max_header_bytes = std::size_t{8} * 1024;

@@ -89,22 +89,29 @@ class FleetTest : public NamespacedTest {
     ASSERT_TRUE(agent_->WaitForSync(kPatience));
     metrics_port_ = FreePort();
     pick_port_ = FreePort();
+    controller_ = std::make_unique<ChildProcess>(ControllerArgs(metrics_port_, pick_port_),
+                                                 /*merge_stderr=*/true);
+  }
+
+ protected:
+  // The controller's command line: the test's kubeconfig and namespace, /metrics and the pick
+  // endpoint on these ports (probes on a free one), and ControllerFlags().
+  std::vector<std::string> ControllerArgs(int metrics_port, int pick_port) const {
     std::vector<std::string> args{EOC_CONTROLLER,
                                   "--kubeconfig",
                                   plane_->Var("EOC_KUBECONFIG"),
                                   "--namespace",
                                   ns_,
                                   "--metrics-bind-address",
-                                  "127.0.0.1:" + std::to_string(metrics_port_),
+                                  "127.0.0.1:" + std::to_string(metrics_port),
                                   "--health-probe-bind-address",
                                   "127.0.0.1:" + std::to_string(FreePort()),
                                   "--pick-bind-address",
-                                  "127.0.0.1:" + std::to_string(pick_port_)};
+                                  "127.0.0.1:" + std::to_string(pick_port)};
     for (std::string& flag : ControllerFlags()) args.push_back(std::move(flag));
-    controller_ = std::make_unique<ChildProcess>(std::move(args), /*merge_stderr=*/true);
+    return args;
   }
 
- protected:
   void TearDown() override {
     if (controller_) {
       controller_->Signal(SIGTERM);

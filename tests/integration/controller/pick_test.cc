@@ -149,19 +149,8 @@ TEST_F(PickIntegrationTest, TwoReplicasPlaceNewSessionsAlikeAndTheFollowerOutliv
   // A second replica, as the first: the same Lease, its own addresses.
   const int second_pick_port = testing::FreePort();
   const int second_metrics_port = testing::FreePort();
-  std::vector<std::string> args{EOC_CONTROLLER,
-                                "--kubeconfig",
-                                plane_->Var("EOC_KUBECONFIG"),
-                                "--namespace",
-                                ns_,
-                                "--metrics-bind-address",
-                                "127.0.0.1:" + std::to_string(second_metrics_port),
-                                "--health-probe-bind-address",
-                                "127.0.0.1:" + std::to_string(testing::FreePort()),
-                                "--pick-bind-address",
-                                "127.0.0.1:" + std::to_string(second_pick_port)};
-  for (std::string& flag : ControllerFlags()) args.push_back(std::move(flag));
-  auto second = std::make_unique<testing::ChildProcess>(std::move(args), /*merge_stderr=*/true);
+  auto second = std::make_unique<testing::ChildProcess>(
+      ControllerArgs(second_metrics_port, second_pick_port), /*merge_stderr=*/true);
 
   RawClient a(static_cast<std::uint16_t>(pick_port_));
   std::unique_ptr<RawClient> b;
