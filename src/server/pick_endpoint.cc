@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mix64.h"
 #include "routing/prefix_hash.h"
 #include "routing/wait_queue.h"
 #include "server/pick_body.h"
@@ -46,15 +47,13 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-// Fresh uniform 64 bits per pick (splitmix64, seeded per thread).
+// Fresh uniform 64 bits per pick: SplitMix64 (its finalizer is common/mix64.h's), seeded per
+// thread.
 std::uint64_t NextRandom() {
   thread_local std::uint64_t state = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                                      std::random_device{}() ^
                                      std::hash<std::thread::id>{}(std::this_thread::get_id());
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return Mix64(state += 0x9e3779b97f4a7c15ULL);
 }
 
 std::string_view Trim(std::string_view text) {
