@@ -160,6 +160,7 @@ int Run(const Flags& flags) {
        .idle_timeout = std::chrono::seconds(flags.pick_idle_timeout_seconds),
        .max_connections = static_cast<std::size_t>(flags.pick_max_connections)});
   pick_endpoint.Register(pick_server);
+  metrics.AddCollector([&pick_server] { return eoc::server::PickConnectionMetrics(pick_server); });
   pick_server.Start();
   log.Info("serving", {{"metrics", flags.metrics_bind_address},
                        {"health", flags.health_probe_bind_address},

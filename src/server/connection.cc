@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/optional/optional.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -34,6 +36,8 @@ constexpr std::size_t kFirstRead = 4096;
 constexpr std::size_t kBufferSlack = std::size_t{64} * 1024;
 // Response memory kept for reuse between requests; more is given back after the answer.
 constexpr std::size_t kKeptCapacity = std::size_t{64} * 1024;
+// Request body memory kept the same way: enough for a long prompt; a larger body's is given back.
+constexpr std::size_t kKeptBodyCapacity = std::size_t{256} * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
@@ -250,6 +254,7 @@ void Connection::WaitForRequest(std::chrono::milliseconds timeout) {
 
 void Connection::ReadHeader() {
   parser_.emplace();
+  body_view_ = {};
   parser_->header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(
       core_.options.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
   parser_->body_limit(core_.options.max_body_bytes);
@@ -286,9 +291,37 @@ void Connection::OnHeader(beast::error_code ec) {
 
 void Connection::ReadBody() {
   ExpireIn(core_.options.body_timeout);
-  http::async_read(
-      socket_, buffer_, *parser_,
-      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
+  const boost::optional<std::uint64_t> length = parser_->content_length();
+  if (!length || parser_->chunked()) {  // chunked: Beast's parser reads and joins the chunks
+    http::async_read(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
+    return;
+  }
+  // A Content-Length body (the parser held it to max_body_bytes) goes straight from the socket
+  // into memory kept for it: the parser would read it through buffer_ in header-sized pieces and
+  // copy each into a string it zero-fills first.
+  const auto size = static_cast<std::size_t>(*length);
+  if (body_capacity_ < size) {
+    body_ = std::make_unique_for_overwrite<char[]>(size);
+    body_capacity_ = size;
+  }
+  body_view_ = std::string_view(body_.get(), size);
+  const std::size_t buffered = std::min(buffer_.size(), size);
+  net::buffer_copy(net::buffer(body_.get(), buffered), buffer_.data());
+  buffer_.consume(buffered);
+  if (buffered == size) {
+    Dispatch();
+    return;
+  }
+  net::async_read(socket_, net::buffer(body_.get() + buffered, size - buffered),
+                  [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                    if (ec) {  // the client left, or its body timed out (which closed the socket)
+                      self->CloseSocket();
+                      return;
+                    }
+                    self->Dispatch();
+                  });
 }
 
 void Connection::OnBody(beast::error_code ec) {
@@ -296,6 +329,7 @@ void Connection::OnBody(beast::error_code ec) {
     OnReadError(ec, /*header_done=*/true);
     return;
   }
+  body_view_ = parser_->get().body();
   Dispatch();
 }
 
@@ -324,7 +358,7 @@ void Connection::Dispatch() {
   for (const auto& field : message) {
     headers_.push_back({View(field.name_string()), View(field.value())});
   }
-  Request request(View(message.method_string()), View(message.target()), headers_, message.body(),
+  Request request(View(message.method_string()), View(message.target()), headers_, body_view_,
                   this);
   response_.Reset();
   keep_alive_ = message.keep_alive();
@@ -379,6 +413,10 @@ void Connection::Send() {
 void Connection::OnSent(beast::error_code ec, bool keep_alive) {
   // A large answer (/metrics) need not stay allocated on a connection that may idle for a minute.
   if (response_.body().capacity() > kKeptCapacity) std::string().swap(response_.body());
+  if (body_capacity_ > kKeptBodyCapacity) {
+    body_.reset();
+    body_capacity_ = 0;
+  }
   if (ec) {
     CloseSocket();
   } else if (keep_alive && !core_.stopping()) {

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -163,8 +164,13 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::vector<Header> headers_;  // views into parser_'s message, for Request; reused
-  Response response_;            // reused: see http.h
-  std::string out_;              // the serialized response; reused
+  // A Content-Length body is read into body_ (reused while it is small enough; see ReadBody), a
+  // chunked one by the parser; body_view_ is the request's, whichever read it.
+  std::unique_ptr<char[]> body_;  // NOLINT(*-avoid-c-arrays): uninitialised memory
+  std::size_t body_capacity_ = 0;
+  std::string_view body_view_;
+  Response response_;  // reused: see http.h
+  std::string out_;    // the serialized response; reused
   std::array<char, 4096> discard_{};
   std::size_t drained_ = 0;
   // The request being answered: how its answer is framed.

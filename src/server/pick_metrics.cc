@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "server/server.h"
+
 namespace eoc::server {
 namespace {
 
@@ -241,6 +243,23 @@ std::vector<prometheus::MetricFamily> PickMetrics::Collect(
     if (!family->metric.empty()) out.push_back(std::move(*family));
   }
   return out;
+}
+
+std::vector<prometheus::MetricFamily> PickConnectionMetrics(const HttpServer& server) {
+  auto open = Family("eoc_pick_connections", "Connections open to the pick endpoint now.",
+                     prometheus::MetricType::Gauge);
+  prometheus::ClientMetric open_now;
+  open_now.gauge.value = static_cast<double>(server.open_connections());
+  open.metric.push_back(std::move(open_now));
+  auto evicted =
+      Family("eoc_pick_connections_evicted_total",
+             "Connections closed at --pick-max-connections to admit a new one (the longest idle or "
+             "stalled).",
+             prometheus::MetricType::Counter);
+  prometheus::ClientMetric evicted_so_far;
+  evicted_so_far.counter.value = static_cast<double>(server.evicted_connections());
+  evicted.metric.push_back(std::move(evicted_so_far));
+  return {std::move(open), std::move(evicted)};
 }
 
 }  // namespace eoc::server

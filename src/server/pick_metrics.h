@@ -23,6 +23,10 @@
 //                                           this replica's session bindings, and those pushed out
 //                                           by the bounds (maxSessions, --max-sessions-total)
 //   eoc_prefix_index_blocks{pool}           prefix blocks this replica's index holds
+// and, from the pick listener itself (PickConnectionMetrics):
+//   eoc_pick_connections                    connections open now
+//   eoc_pick_connections_evicted_total      connections closed at --pick-max-connections to
+//                                           admit a new one (the longest idle or stalled)
 // Bounded: at most kMaxPoolSeries pools per thread; picks of further pools count under pool "".
 #pragma once
 
@@ -43,6 +47,8 @@
 #include "routing/pool_directory.h"
 
 namespace eoc::server {
+
+class HttpServer;
 
 class PickMetrics {
  public:
@@ -99,5 +105,8 @@ class PickMetrics {
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<ThreadCells>> threads_;  // guarded by mu_
 };
+
+// The pick listener's connection series (see the top of this file), read from `server` now.
+std::vector<prometheus::MetricFamily> PickConnectionMetrics(const HttpServer& server);
 
 }  // namespace eoc::server

@@ -24,11 +24,13 @@
 #include "promtool.h"
 #include "raw_client.h"
 #include "server/handlers.h"
+#include "server/pick_metrics.h"
 #include "telemetry/metrics.h"
 
 namespace eoc::server {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using testing::RawClient;
 using testing::RawResponse;
@@ -298,6 +300,45 @@ TEST_F(HttpServerTest, ChunkedBodyIsReassembled) {
   EXPECT_THAT(response->body, HasSubstr("body=abcdefg"));
 }
 
+// Bodies are read straight into memory the connection keeps: each request sees its own bytes,
+// whether its body came with the header, in pieces after it, or pipelined with the next request,
+// and a body larger than what is kept between requests is served too.
+TEST_F(HttpServerTest, EachBodyOnAKeptAliveConnectionIsItsOwn) {
+  StartServer({.max_body_bytes = std::size_t{1024} * 1024});
+  RawClient client(port());
+  const auto post = [](const std::string& body) {
+    return "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  };
+  const std::string large(std::size_t{600} * 1024, 'x');   // beyond the memory kept
+  const std::string medium(std::size_t{200} * 1024, 'm');  // within it
+  for (const std::string* body : {&large, &medium}) {
+    const std::string request = post(*body);
+    // The header and a little of the body, then the rest in two pieces.
+    ASSERT_TRUE(
+        client.Send(std::string_view(request).substr(0, request.size() - body->size() + 10)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(client.Send(
+        std::string_view(request).substr(request.size() - body->size() + 10, body->size() / 2)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(client.Send(
+        std::string_view(request).substr(request.size() - body->size() + 10 + body->size() / 2)));
+    const auto response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value()) << body->size();
+    EXPECT_EQ(response->body, "method=POST path=/v1/echo query= session=- body=" + *body);
+  }
+  // Shorter bodies after longer ones, and pipelined: no byte of one shows in another.
+  ASSERT_TRUE(client.Send(post("short") + post("") + post("tiny") +
+                          "GET /v1/echo?n=4 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_THAT(client.ReadResponse()->body, EndsWith(" body=short"));
+  EXPECT_THAT(client.ReadResponse()->body, EndsWith(" body="));
+  EXPECT_THAT(client.ReadResponse()->body, EndsWith(" body=tiny"));
+  const auto last = client.ReadResponse();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_THAT(last->body, HasSubstr("query=n=4"));
+  EXPECT_THAT(last->body, EndsWith(" body="));
+}
+
 TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBody) {
   StartServer();
   RawClient client(port());
@@ -514,6 +555,13 @@ TEST_F(HttpServerTest, AtTheCapTheConnectionIdleLongestGivesWay) {
   EXPECT_EQ(second.ReadResponse()->status, 200) << "the other is untouched";
   EXPECT_EQ(server_->open_connections(), 2U);
   EXPECT_EQ(server_->evicted_connections(), 1U);
+  // The same two figures, as the pick listener exports them.
+  const auto families = PickConnectionMetrics(*server_);
+  ASSERT_EQ(families.size(), 2U);
+  EXPECT_EQ(families[0].name, "eoc_pick_connections");
+  EXPECT_EQ(families[0].metric.at(0).gauge.value, 2);
+  EXPECT_EQ(families[1].name, "eoc_pick_connections_evicted_total");
+  EXPECT_EQ(families[1].metric.at(0).counter.value, 1);
 }
 
 TEST_F(HttpServerTest, HalfOpenConnectionsBeyondTheCapDoNotLockOutAWellBehavedClient) {
