@@ -63,6 +63,13 @@ PoolSnapshot::PoolSnapshot(Private /*unused*/, std::vector<Worker> workers, std:
   }
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
+  pick_scale_.assign(workers_.size(), 1.0);
+  if (!UsesEqualWeights(strategy_) && !all.empty()) {
+    double total = 0;
+    for (const std::uint32_t i : all) total += workers_[i].weight;
+    const double mean = total / static_cast<double>(all.size());
+    for (const std::uint32_t i : all) pick_scale_[i] = mean / workers_[i].weight;
+  }
 
   // Groups are built once per distinct candidate set; past the slot budget a model filters the
   // all-workers group instead (models in name order, so every replica decides alike).

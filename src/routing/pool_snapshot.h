@@ -110,6 +110,12 @@ class PoolSnapshot {
   std::span<const Worker> workers() const { return workers_; }
   std::size_t size() const { return workers_.size(); }
   const Worker& worker(std::size_t index) const { return workers_[index]; }
+  // What one of this replica's picks since the last scrape adds to worker `index`'s busyness when
+  // a weighted strategy compares its two draws: the mean weight of the workers taking new work over
+  // this one's (1 under RoundRobin and LeastBusy, and for weight 0). A worker of twice the mean
+  // weight is expected to take twice the picks between two scrapes; counted at full value, every
+  // pick would count against its worker until the shares were even, whatever the weights.
+  double pick_scale(std::size_t index) const { return pick_scale_[index]; }
   std::optional<std::size_t> IndexOf(WorkerKey key) const;
 
   // Whether worker `index` serves `model` (empty models: any; an empty `model`: every worker).
@@ -170,6 +176,7 @@ class PoolSnapshot {
                                            BusynessFn busyness) const;
 
   std::vector<Worker> workers_;
+  std::vector<double> pick_scale_;  // by worker index
   std::int64_t generation_;
   Strategy strategy_;
   std::unordered_map<WorkerKey, std::uint32_t> index_;

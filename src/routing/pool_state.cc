@@ -44,6 +44,11 @@ struct alignas(64) PoolState::View {
   double BusynessOf(std::size_t index) const {
     return cells[index]->Busyness(snapshot->worker(index).capability.max_concurrency);
   }
+  // As the strategy's draw compares workers (PoolSnapshot::pick_scale).
+  double DrawBusynessOf(std::size_t index) const {
+    return cells[index]->Busyness(snapshot->worker(index).capability.max_concurrency,
+                                  snapshot->pick_scale(index));
+  }
   std::int64_t TokensOf(const PickRequest& request) const {
     const std::int64_t prompt =
         request.prompt_tokens > 0 ? request.prompt_tokens : options.default_prompt_tokens;
@@ -256,6 +261,7 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
   const bool budget = options.kv_block_budget;
   auto room = [&](std::size_t i) { return view->cells[i]->HasRoom(tokens, budget); };
   auto busy = [&](std::size_t i) { return view->BusynessOf(i); };
+  auto draw_busy = [&](std::size_t i) { return view->DrawBusynessOf(i); };
   auto reserve = [&](std::size_t i) {
     return view->cells[i]->Reserve(tokens, budget, reserve_hook_);
   };
@@ -307,7 +313,7 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     const std::uint64_t ticket = snap.strategy() == Strategy::kRoundRobin
                                      ? round_robin_.fetch_add(1, std::memory_order_relaxed)
                                      : 0;
-    auto choice = snap.Pick(request.model, r, ticket, busy, room);
+    auto choice = snap.Pick(request.model, r, ticket, draw_busy, room);
     if (!choice) choice = unweighted(r);
     if (!choice) break;
     if (attempt == 0 && prefix != nullptr && !overflow && !request.prefix.empty()) {

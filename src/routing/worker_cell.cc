@@ -81,11 +81,12 @@ bool WorkerCell::Reserve(std::int64_t tokens, bool budget, const std::function<v
   return true;
 }
 
-double WorkerCell::Busyness(std::int32_t max_concurrency) const {
+double WorkerCell::Busyness(std::int32_t max_concurrency, double pick_scale) const {
   Load load;
   load.running = queued.load(std::memory_order_relaxed);
   load.kv_cache_usage = kv_cache_usage.load(std::memory_order_relaxed);
-  return routing::Busyness(load, static_cast<double>(picks.load(std::memory_order_relaxed)),
+  return routing::Busyness(load,
+                           static_cast<double>(picks.load(std::memory_order_relaxed)) * pick_scale,
                            max_concurrency);
 }
 

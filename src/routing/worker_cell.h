@@ -76,8 +76,9 @@ struct alignas(64) WorkerCell {
   // the budget does not. `hook`: PoolState::SetReserveHookForTesting's, called between reading the
   // budget and swapping it. Without the budget, blocks are not counted: nothing reads them.
   bool Reserve(std::int64_t tokens, bool budget, const std::function<void()>& hook);
-  // routing::Busyness of the scraped load and the picks since.
-  double Busyness(std::int32_t max_concurrency) const;
+  // routing::Busyness of the scraped load and the picks since, each pick counted `pick_scale`
+  // times (PoolSnapshot::pick_scale).
+  double Busyness(std::int32_t max_concurrency, double pick_scale = 1.0) const;
 };
 
 }  // namespace eoc::routing

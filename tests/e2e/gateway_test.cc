@@ -2,9 +2,9 @@
 // (examples/nginx/, rendered by its render script), auth_request to the gateway form, and
 // requests proxied to the node agent's fake workers on the shared control plane. The share of
 // each worker matches what PoolState gives in-process for the same table and order (chi-square at
-// p = 0.001); a session sticks; the picker's 429, 503 and 504 reach the client as such, not as
-// nginx's 500; with the picker unreachable, the fail-open recipe reaches the fallback and the
-// fail-closed one answers 503.
+// p = 0.001), and the worker of weight 1000 takes more than the one of 500; a session sticks; the
+// picker's 429, 503 and 504 reach the client as such, not as nginx's 500; with the picker
+// unreachable, the fail-open recipe reaches the fallback and the fail-closed one answers 503.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -250,6 +250,9 @@ TEST_F(GatewayTest, SharesFollowTheEngineSessionsStickAndRefusalsKeepTheirStatus
   EXPECT_LT(chi_square, kChiSquare1)
       << "a " << observed[ns_ + "/" + pod_a] << " of " << expected[pod_a] << ", b "
       << observed[ns_ + "/" + pod_b] << " of " << expected[pod_b];
+  // Weights 2:1: the favoured worker takes more, near twice as many (binomial: 667 +- 15).
+  EXPECT_GT(observed[ns_ + "/" + pod_a], 1.5 * observed[ns_ + "/" + pod_b])
+      << "a " << observed[ns_ + "/" + pod_a] << ", b " << observed[ns_ + "/" + pod_b];
 
   // Sessions stick (on a new connection: nginx closes one after 1,000 requests).
   client = gateway->Connect();

@@ -140,6 +140,21 @@ TEST(PoolSnapshotTest, TwoChoicesPreferTheLessBusy) {
   }
 }
 
+TEST(PoolSnapshotTest, APickCountsForTheMeanWeightOverTheWorkersOwn) {
+  // Weights 1000, 500 and 0 (takes no new work): the mean of those that take work is 750.
+  const std::vector<Worker> workers = {MakeWorker(0, 1000), MakeWorker(1, 500), MakeWorker(2, 0)};
+  for (const Strategy strategy : kWeighted) {
+    const auto snapshot = PoolSnapshot::Build(workers, 1, strategy);
+    EXPECT_DOUBLE_EQ(snapshot->pick_scale(0), 0.75) << StrategyName(strategy);
+    EXPECT_DOUBLE_EQ(snapshot->pick_scale(1), 1.5) << StrategyName(strategy);
+    EXPECT_DOUBLE_EQ(snapshot->pick_scale(2), 1.0) << StrategyName(strategy);
+  }
+  for (const Strategy strategy : {Strategy::kRoundRobin, Strategy::kLeastBusy}) {
+    const auto snapshot = PoolSnapshot::Build(workers, 1, strategy);
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(snapshot->pick_scale(i), 1.0);
+  }
+}
+
 TEST(PoolSnapshotTest, OnlyEligibleWorkersArePicked) {
   for (const Strategy strategy :
        {Strategy::kRoundRobin, Strategy::kLeastBusy, Strategy::kJouleWeighted}) {

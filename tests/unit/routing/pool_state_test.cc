@@ -56,6 +56,22 @@ TEST_F(PoolStateTest, StrategyPicksFollowTheWeights) {
   }
 }
 
+TEST_F(PoolStateTest, WeightedSharesHoldBetweenScrapes) {
+  // Weights 2:1 and many picks with no scrape between them, from equal loads (idle, or 8 running
+  // each): every pick makes its worker busier, by the mean weight over its own, so the shares stay
+  // near 2:1 (counted at full value, the picks would even them out).
+  for (const double running : {0.0, 8.0}) {
+    Start({MakeWorker(0, 1000), MakeWorker(1, 500)});
+    Observe(0, LoadOf(running));
+    Observe(1, LoadOf(running));
+    std::map<std::string, int> counts;
+    constexpr int kPicks = 3000;
+    for (int k = 0; k < kPicks; ++k) ++counts[Where(Pick({}))];
+    EXPECT_NEAR(counts[PodOf(0)] / static_cast<double>(kPicks), 2.0 / 3, 0.02) << running;
+    EXPECT_NEAR(counts[PodOf(1)] / static_cast<double>(kPicks), 1.0 / 3, 0.02) << running;
+  }
+}
+
 TEST_F(PoolStateTest, RoundRobinTakesTurns) {
   Start(Workers(3), Strategy::kRoundRobin);
   std::vector<std::string> order;
