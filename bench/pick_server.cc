@@ -2,9 +2,10 @@
 // the server of eoc-controller with the PickEndpoint over a pool directory of one pool,
 // "bench/chat", of --workers fake workers (JouleWeighted, session and prefix affinity on), whose
 // loads a thread refreshes every 100 ms as the scrape loop would (so the KV budget never runs
-// out). No cluster. Runs until SIGTERM or SIGINT.
+// out). No cluster. Runs until SIGTERM or SIGINT. The workers' addresses are made up unless
+// --worker-port names the first of their ports on 127.0.0.1 (bench/gateway proxies to them).
 //
-//   bench_pick_server --port 18190 --threads 1 --workers 10
+//   bench_pick_server --port 18190 --threads 1 --workers 10 [--worker-port 18201]
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -26,9 +27,13 @@ int main(int argc, char** argv) {
   int port = 18190;
   int threads = 1;
   int workers = 10;
+  int worker_port = 0;
   app.add_option("--port", port, "port on 127.0.0.1")->capture_default_str();
   app.add_option("--threads", threads, "I/O threads")->capture_default_str();
   app.add_option("--workers", workers, "workers of the pool")->capture_default_str();
+  app.add_option("--worker-port", worker_port,
+                 "the first worker's port on 127.0.0.1, the others' following it (default: "
+                 "addresses no one listens on)");
   CLI11_PARSE(app, argc, argv);
 
   const eoc::Clock& clock = eoc::RealClock();
@@ -40,7 +45,9 @@ int main(int argc, char** argv) {
     eoc::routing::Worker w;
     w.pod = "bench/vllm-" + std::to_string(i);
     w.key = eoc::routing::WorkerKeyOf(w.pod);
-    w.address = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":8000";
+    w.address = worker_port > 0 ? "127.0.0.1:" + std::to_string(worker_port + i)
+                                : "10.0." + std::to_string(i / 250) + "." +
+                                      std::to_string(i % 250 + 1) + ":8000";
     w.weight = 1000 - (i % 5) * 100;
     list.push_back(std::move(w));
   }
