@@ -72,8 +72,8 @@ double ParseTraceTime(const std::string& text, std::size_t line) {
   std::replace(iso.begin(), iso.end(), ' ', 'T');
   const auto t = eoc::ParseRfc3339(iso + "Z");
   if (!t) {
-    throw std::runtime_error("line " + std::to_string(line) + ": TIMESTAMP \"" + text +
-                             "\" is not \"YYYY-MM-DD HH:MM:SS.fffffff\"");
+    throw std::runtime_error("line " + std::to_string(line) + ": TIMESTAMP '" + text +
+                             "' is not YYYY-MM-DD HH:MM:SS.fffffff");
   }
   return std::chrono::duration<double>(t->time_since_epoch()).count();
 }
@@ -209,7 +209,7 @@ class Pool {
     return t;
   }
 
-  void Start(Replica& r, double service, double now) {
+  void Start(Replica& r, double service, double now) const {
     if (static_cast<std::int32_t>(r.ends.size()) < model_.max_concurrency) {
       r.ends.push_back(now + service);
     } else {
@@ -313,7 +313,7 @@ double ReplayTrace(Replay& replay, const Model& model, const std::vector<Request
   // ulps off the delays (300 ticks of 0.1 s come to 29.99999999999986 s) and Ray's tolerance
   // counts.
   double now = 0;
-  for (; now <= end; now += replay.tick) {
+  while (now <= end) {
     pool.Advance(now, requests, next);
     const std::vector<std::string> ready = pool.Ready();
     for (const std::string& name : ready) window.Record(name, now, pool.OngoingOf(name));
@@ -322,6 +322,7 @@ double ReplayTrace(Replay& replay, const Model& model, const std::vector<Request
                          static_cast<double>(pool.waiting());
     const Row row = replay.Tick(now, static_cast<std::int32_t>(ready.size()), total);
     pool.ScaleTo(row.decision, now);
+    now += replay.tick;
   }
   return now;
 }

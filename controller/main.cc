@@ -16,6 +16,8 @@
 #include "controller/kube_metrics.h"
 #include "controller/pool_controller.h"
 #include "controller/pool_metrics.h"
+#include "controller/scale_client.h"
+#include "controller/scaler_metrics.h"
 #include "controller/scrape/apiserver_proxy_fetcher.h"
 #include "controller/scrape/direct_fetcher.h"
 #include "controller/scrape_loop.h"
@@ -60,6 +62,7 @@ struct Flags {
   std::size_t pick_max_body_bytes = std::size_t{1024} * 1024;
   int pick_idle_timeout_seconds = 60;
   std::size_t max_sessions_total = 4'000'000;
+  int autoscaler_tick_ms = 1000;
 };
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
@@ -114,6 +117,9 @@ int Run(const Flags& flags) {
     fence = [&elector] { return elector != nullptr && elector->IsLeader(); };
   }
   kube::EventRecorder recorder(client, {.component = "eoc-controller"}, {.fence = fence});
+  // The autoscaler (leader only) reads and writes each pool's target through /scale.
+  eoc::controller::KubeScaleClient scale_client(client);
+  eoc::controller::ScalerMetrics scaler_metrics(metrics.registry());
   eoc::controller::PoolController pools(
       client, recorder,
       {.namespaces = flags.namespaces,
@@ -121,7 +127,10 @@ int Run(const Flags& flags) {
        .reconcile = {.fence = fence, .directory = &directory, .scrape = &scrape_loop},
        .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds),
        .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
-                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)}},
+                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)},
+       .scales = &scale_client,
+       .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms)},
+       .scaler_metrics = &scaler_metrics},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
   readiness.Add("pods-synced", [&pools] { return pools.PodsSynced(); });
@@ -301,6 +310,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-sessions-total", f.max_sessions_total,
                  "session bindings of all pools together (each pool also has its maxSessions)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))
+      ->capture_default_str();
+  app.add_option("--autoscaler-tick-ms", f.autoscaler_tick_ms,
+                 "milliseconds between two runs of each pool's autoscaling policy (Ray Serve's "
+                 "control loop runs every 100)")
+      ->check(CLI::Range(10, 60'000))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

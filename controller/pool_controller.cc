@@ -104,12 +104,26 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
                               .metrics = exporter_hooks_.get()},
           clock, [this](const std::string& pool) { controller_.Add(pool); })),
       status_client_(client),
+      scaler_(options_.scales == nullptr
+                  ? nullptr
+                  : std::make_unique<PoolScaler>(
+                        *this, [this](const std::string& key) { return reconciler_.Workers(key); },
+                        *options_.scales, recorder,
+                        [&] {
+                          PoolScalerOptions o = options_.scaler;
+                          o.fence = options_.reconcile.fence;
+                          o.directory = options_.reconcile.directory;
+                          o.changed = [this](const std::string& pool) { controller_.Add(pool); };
+                          return o;
+                        }(),
+                        clock, options_.scaler_metrics)),
       reconciler_(
           *this, status_client_, recorder,
           [&] {
             PoolReconcilerOptions o = options_.reconcile;
             o.grid = grid_.get();
             o.exporters = exporters_.get();
+            o.scaling = scaler_.get();
             return o;
           }(),
           clock, pool_metrics),
@@ -199,9 +213,11 @@ void PoolController::Start() {
   nodes_->Start();
   grid_->Start();
   controller_.Start({[this] { return HasSynced(); }});
+  if (scaler_) scaler_->Start({[this] { return HasSynced(); }});
 }
 
 void PoolController::Stop() {
+  if (scaler_) scaler_->Stop();
   controller_.Stop();
   grid_->Stop();
   exporters_->Stop();
@@ -232,6 +248,7 @@ bool PoolController::NodesFresh() const { return !nodes_->Stale(); }
 bool PoolController::HasSynced() const { return PoolsSynced() && PodsSynced() && NodesSynced(); }
 
 void PoolController::SetLeading(bool leading) {
+  if (scaler_) scaler_->SetLeading(leading);
   const bool was = reconciler_.SetLeading(leading);
   if (leading && !was) EnqueueAll();
 }

@@ -26,6 +26,7 @@
 #include "controller/kube_metrics.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_reconciler.h"
+#include "controller/pool_scaler.h"
 #include "controller/workers.h"
 #include "kube/client.h"
 #include "kube/controller.h"
@@ -48,6 +49,12 @@ struct PoolControllerOptions {
   // The live carbon sources (spec.carbon.configMapRef watches, carbonAwareSdk polls), which the
   // controller runs for its reconciler (reconcile.grid is set to them).
   carbon::GridIntensitiesOptions carbon;
+  // The autoscaler: the client it reads and writes /scale through (null: no autoscaler) and its
+  // options (its fence and directory are reconcile's, its `changed` reconciles the pool); its
+  // metrics may be null. Both must outlive the controller.
+  ScaleClient* scales = nullptr;
+  PoolScalerOptions scaler;
+  ScalerMetrics* scaler_metrics = nullptr;
 };
 
 // Also the reconciler's PoolStore: reads across the informers of every watched namespace.
@@ -76,8 +83,11 @@ class PoolController final : public PoolStore {
   bool PodsFresh() const;
   bool NodesFresh() const;
 
-  // Whether this replica writes status and Events. Becoming the leader reconciles every pool.
+  // Whether this replica writes status and Events, and scales. Becoming the leader reconciles
+  // every pool.
   void SetLeading(bool leading);
+  // The autoscaler; null without options.scales.
+  PoolScaler* scaler() { return scaler_.get(); }
 
   // A pool's current workers ("namespace/name"), sorted by pod name; nullptr for a pool that is
   // not known or not yet reconciled.
@@ -113,6 +123,8 @@ class PoolController final : public PoolStore {
   std::unique_ptr<kube::ReflectorMetrics> exporter_hooks_;
   std::unique_ptr<ExporterPods> exporters_;  // its `changed` adds to controller_'s queue
   KubePoolClient status_client_;
+  // Null without options.scales. Before the reconciler, which reads its reports; stopped first.
+  std::unique_ptr<PoolScaler> scaler_;
   PoolReconciler reconciler_;
   // Reflector hooks that log failed lists and watches, then count them; before the informers.
   std::vector<std::unique_ptr<kube::ReflectorMetrics>> reflector_hooks_;

@@ -16,14 +16,6 @@ const api::Condition* SpecValid(const api::InferencePoolStatus& status) {
   return api::FindCondition(status.conditions, api::kConditionSpecValid);
 }
 
-kube::ObjectReference Reference(const api::InferencePool& pool) {
-  return {.kind = std::string(api::kKind),
-          .ns = pool.ns,
-          .name = pool.name,
-          .uid = pool.uid,
-          .api_version = std::string(api::kApiVersion)};
-}
-
 kube::ReconcileResult Done() { return {}; }
 
 // Come back after `wait` (none: not).
@@ -43,6 +35,14 @@ std::chrono::seconds MetricsInterval(const api::InferencePoolSpec& spec) {
 }
 
 }  // namespace
+
+kube::ObjectReference PoolReference(const api::InferencePool& pool) {
+  return {.kind = std::string(api::kKind),
+          .ns = pool.ns,
+          .name = pool.name,
+          .uid = pool.uid,
+          .api_version = std::string(api::kApiVersion)};
+}
 
 std::string PoolKey(const api::InferencePool& pool) { return pool.ns + "/" + pool.name; }
 
@@ -148,6 +148,11 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
         ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool)));
   }
   if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
+  // Every replica tracks the pools to scale, so that whichever leads has them.
+  if (options_.scaling != nullptr && pool.errors.empty() && pool.spec.autoscaling.enabled &&
+      pool.spec.scale_target_ref) {
+    options_.scaling->Track(key);
+  }
   if (!leading_.load()) return Done();
   {
     const std::lock_guard lock(mu_);
@@ -156,6 +161,7 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   if (!pool.errors.empty()) return Publish(*object, workers->workers, {});
   StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers)};
   if (pool.spec.carbon.has_source()) inputs.carbon = grid;
+  if (options_.scaling != nullptr) inputs.scaling = options_.scaling->Report(key);
   if (options_.scrape != nullptr) {
     // Before a first scrape has finished, every worker would count as unavailable.
     const auto summary = options_.scrape->Summary(key);
@@ -301,11 +307,11 @@ void PoolReconciler::RecordSpecEvents(const api::InferencePool& pool,
   if (after == nullptr) return;
   if (after->status == "False" &&
       (before == nullptr || before->status != "False" || before->message != after->message)) {
-    events_.Record(Reference(pool), kube::EventType::kWarning, reasons::kSpecInvalid,
+    events_.Record(PoolReference(pool), kube::EventType::kWarning, reasons::kSpecInvalid,
                    after->message);
     PoolLog().Warn("invalid spec", {{"pool", PoolKey(pool)}, {"error", after->message}});
   } else if (after->status == "True" && before != nullptr && before->status == "False") {
-    events_.Record(Reference(pool), kube::EventType::kNormal, reasons::kSpecValid,
+    events_.Record(PoolReference(pool), kube::EventType::kNormal, reasons::kSpecValid,
                    "the spec is valid again");
   }
 }
@@ -321,7 +327,7 @@ void PoolReconciler::RecordAnnotationErrors(const api::InferencePool& pool,
     if (it == record.annotation_errors.end() || it->second != error) {
       std::string message = "pod ";
       message.append(pod).append(": ").append(error);
-      events_.Record(Reference(pool), kube::EventType::kWarning, "InvalidAnnotation", message);
+      events_.Record(PoolReference(pool), kube::EventType::kWarning, "InvalidAnnotation", message);
     }
     now.emplace(pod, error);
   }

@@ -38,6 +38,7 @@
 #include "controller/exporter_pods.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_status.h"
+#include "controller/scaling_report.h"
 #include "controller/scrape_pool.h"
 #include "controller/workers.h"
 #include "kube/client.h"
@@ -70,6 +71,8 @@ PoolObject ToPoolObject(const nlohmann::json& object);
 
 // "namespace/name": the pool's key in the caches and the work queue.
 std::string PoolKey(const api::InferencePool& pool);
+// The pool as its Events name it.
+kube::ObjectReference PoolReference(const api::InferencePool& pool);
 
 // The reconcile's reads of the informer caches. Thread-safe.
 class PoolStore {
@@ -129,6 +132,10 @@ struct PoolReconcilerOptions {
   // the pool; never blocks. Null: none (each worker's watts come from its own page). Must outlive
   // the reconciler.
   ExporterSource* exporters = nullptr;
+  // The autoscaler (every replica: the pools to scale are tracked on each reconcile; leader: its
+  // report is the status's ScalingActive, desiredReplicas and lastScaleTime). Null: none (the
+  // condition then says the autoscaler is not running). Must outlive the reconciler.
+  ScalingSource* scaling = nullptr;
 };
 
 class PoolReconciler final : public kube::Reconciler {

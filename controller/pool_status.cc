@@ -214,10 +214,18 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                       Make(api::kConditionScalingActive, "False", reasons::kAutoscalingDisabled,
                            "spec.autoscaling is not enabled", gen),
                       now);
+  } else if (inputs.scaling) {
+    api::Condition c = inputs.scaling->condition;
+    c.observed_generation = gen;
+    api::SetCondition(conditions, std::move(c), now);
+    if (inputs.scaling->desired_replicas) next.desired_replicas = inputs.scaling->desired_replicas;
+    if (!inputs.scaling->last_scale_time.empty()) {
+      next.last_scale_time = inputs.scaling->last_scale_time;
+    }
   } else {
     api::SetCondition(conditions,
-                      Make(api::kConditionScalingActive, "Unknown", reasons::kAutoscalerNotRunning,
-                           "this version of the operator does not scale yet", gen),
+                      Make(api::kConditionScalingActive, "Unknown", reasons::kPending,
+                           "the autoscaler has not decided for this pool yet", gen),
                       now);
   }
   return next;

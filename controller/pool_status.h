@@ -14,6 +14,7 @@
 
 #include "api/inference_pool.h"
 #include "controller/carbon/grid_intensities.h"
+#include "controller/scaling_report.h"
 #include "controller/scrape_pool.h"
 #include "controller/workers.h"
 
@@ -32,7 +33,6 @@ inline constexpr const char* kAllMetricsAvailable = "AllAvailable";
 inline constexpr const char* kSomeMetricsUnavailable = "SomeUnavailable";
 inline constexpr const char* kNoMetricsAvailable = "NoneAvailable";
 inline constexpr const char* kAutoscalingDisabled = "AutoscalingDisabled";
-inline constexpr const char* kAutoscalerNotRunning = "AutoscalerNotRunning";
 inline constexpr const char* kAllZonesKnown = "AllZonesKnown";
 inline constexpr const char* kLastValuesHeld = "LastValuesHeld";
 inline constexpr const char* kZonesUnknown = "ZonesUnknown";
@@ -94,6 +94,9 @@ struct StatusInputs {
   // What the pool's carbon source gave for its workers' zones; nullopt without a source (then
   // the pool has no CarbonIntensityAvailable condition).
   std::optional<carbon::ZoneReadings> carbon;
+  // What the autoscaler reports of the pool (ScalingActive, desiredReplicas, lastScaleTime);
+  // nullopt while it has not ticked for the pool (or does not run).
+  std::optional<ScalingReport> scaling;
 };
 
 // The whole status for `pool` as it should be now: conditions keep their transition times where

@@ -83,9 +83,9 @@ TEST(OngoingWindowTest, RetainForgetsWorkersThatLeft) {
 }
 
 TEST(OngoingWindowTest, RejectsAPeriodThatIsNotPositive) {
-  EXPECT_THROW(OngoingWindow(0), std::invalid_argument);
-  EXPECT_THROW(OngoingWindow(-1), std::invalid_argument);
-  EXPECT_THROW(OngoingWindow(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  EXPECT_THROW(OngoingWindow{0}, std::invalid_argument);
+  EXPECT_THROW(OngoingWindow{-1}, std::invalid_argument);
+  EXPECT_THROW(OngoingWindow{std::numeric_limits<double>::quiet_NaN()}, std::invalid_argument);
 }
 
 }  // namespace

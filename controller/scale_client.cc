@@ -1,0 +1,102 @@
+#include "controller/scale_client.h"
+
+#include <exception>
+#include <string_view>
+
+#include "common/json_members.h"
+#include "controller/pool_reconciler.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+
+// "apps" of "apps/v1"; "" of "v1".
+std::string_view GroupOf(std::string_view api_version) {
+  const auto slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view{} : api_version.substr(0, slash);
+}
+
+kube::Result<ScaleState> StateOf(const std::string& what, const kube::Result<json>& doc) {
+  if (!doc) return doc.error();
+  try {
+    const kube::Scale scale = kube::ParseScale(*doc);
+    return ScaleState{.replicas = scale.spec_replicas,
+                      .status_replicas = scale.status_replicas,
+                      .resource_version = scale.metadata.resource_version};
+  } catch (const std::exception& e) {
+    return kube::Status{200, "InvalidResponse", what + " scale: " + e.what(), std::nullopt};
+  }
+}
+
+std::string Describe(const api::ScaleTargetRef& ref) {
+  return ref.kind + " " + ref.name + " (" + ref.api_version + ")";
+}
+
+}  // namespace
+
+bool TargetsRef(const json& hpa, const api::ScaleTargetRef& ref) {
+  const json* target = MemberOrNull(MemberOrNull(hpa, "spec"), "scaleTargetRef");
+  if (target == nullptr) return false;
+  const std::string kind = StringOrEmpty(target, "kind");
+  const std::string name = StringOrEmpty(target, "name");
+  const std::string api_version = StringOrEmpty(target, "apiVersion");
+  if (kind != ref.kind || name != ref.name) return false;
+  return api_version.empty() || GroupOf(api_version) == GroupOf(ref.api_version);
+}
+
+kube::Result<kube::ApiResource> KubeScaleClient::Resolve(const api::ScaleTargetRef& ref) {
+  auto resource = discovery_.ResourceFor(ref.api_version, ref.kind);
+  if (!resource) return resource.error();
+  if (!resource->has_scale) {
+    return kube::Status{0, kReasonNoScale,
+                        ref.kind + " (" + ref.api_version + ") has no scale subresource",
+                        std::nullopt};
+  }
+  return resource;
+}
+
+kube::Result<ScaleState> KubeScaleClient::Read(const std::string& ns,
+                                               const api::ScaleTargetRef& ref) {
+  auto resource = Resolve(ref);
+  if (!resource) return resource.error();
+  return StateOf(Describe(ref), client_.Get(resource->Ref(), ns, ref.name, "scale"));
+}
+
+kube::Result<ScaleState> KubeScaleClient::Write(const std::string& ns,
+                                                const api::ScaleTargetRef& ref,
+                                                const std::string& resource_version,
+                                                std::int32_t replicas) {
+  auto resource = Resolve(ref);
+  if (!resource) return resource.error();
+  const json scale = {
+      {"apiVersion", "autoscaling/v1"},
+      {"kind", "Scale"},
+      {"metadata", {{"name", ref.name}, {"namespace", ns}, {"resourceVersion", resource_version}}},
+      {"spec", {{"replicas", replicas}}}};
+  return StateOf(Describe(ref), client_.Update(resource->Ref(), ns, scale, "scale"));
+}
+
+kube::Result<std::vector<std::string>> KubeScaleClient::Autoscalers(
+    const std::string& ns, const api::ScaleTargetRef& ref) {
+  auto page = client_.ListAll(kHorizontalPodAutoscalers, ns, {.limit = 500});
+  if (!page) return page.error();
+  std::vector<std::string> names;
+  for (const json& hpa : page->items) {
+    if (TargetsRef(hpa, ref)) names.push_back(StringOrEmpty(MemberOrNull(hpa, "metadata"), "name"));
+  }
+  return names;
+}
+
+kube::Result<bool> KubeScaleClient::PatchStatus(const std::string& ns, const std::string& pool,
+                                                std::int32_t desired_replicas,
+                                                const std::string& last_scale_time) {
+  json status = {{"desiredReplicas", desired_replicas}};
+  if (!last_scale_time.empty()) status["lastScaleTime"] = last_scale_time;
+  auto patched = client_.Patch(kInferencePools, ns, pool, kube::PatchType::kMerge,
+                               {{"status", status}}, "status");
+  if (!patched) return patched.error();
+  return true;
+}
+
+}  // namespace eoc::controller

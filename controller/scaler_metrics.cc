@@ -1,0 +1,82 @@
+#include "controller/scaler_metrics.h"
+
+namespace eoc::controller {
+namespace {
+
+prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& registry, const char* name,
+                                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Family<prometheus::Counter>& Counter(prometheus::Registry& registry, const char* name,
+                                                 const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+constexpr const char* kUp = "up";
+constexpr const char* kDown = "down";
+
+}  // namespace
+
+ScalerMetrics::ScalerMetrics(prometheus::Registry& registry)
+    : desired_(Gauge(registry, "eoc_autoscaler_desired_replicas",
+                     "The autoscaling policy's desired replicas on its last tick: ready workers "
+                     "times ongoing requests over their target (before factors, delays and "
+                     "bounds).")),
+      target_(
+          Gauge(registry, "eoc_autoscaler_target_replicas",
+                "The replicas the autoscaler last decided for the pool (status.desiredReplicas).")),
+      current_(Gauge(registry, "eoc_autoscaler_current_replicas",
+                     "The pool's ready workers, as the autoscaler's last tick counted them.")),
+      delay_(Gauge(registry, "eoc_autoscaler_delay_timer_seconds",
+                   "How long the autoscaler's decision has pointed the same way (up or down) "
+                   "without being applied yet; 0 when no timer runs.")),
+      decisions_(Counter(registry, "eoc_autoscaler_decisions_total",
+                         "New targets the autoscaler applied (or recommended), by direction.")),
+      holds_(Counter(registry, "eoc_autoscaler_holds_total",
+                     "Autoscaler ticks that held the target or did not write it, by reason "
+                     "(MetricsUnknown, MetricsPartial, ExternalChange, HorizontalPodAutoscaler, "
+                     "ScaleTargetUnavailable, ScaleFailed).")) {}
+
+void ScalerMetrics::Observe(const std::string& ns, const std::string& pool, const Tick& tick) {
+  desired_.Add({{"namespace", ns}, {"pool", pool}}).Set(tick.desired);
+  target_.Add({{"namespace", ns}, {"pool", pool}}).Set(tick.target);
+  current_.Add({{"namespace", ns}, {"pool", pool}}).Set(tick.current);
+  delay_.Add({{"namespace", ns}, {"pool", pool}, {"direction", kUp}}).Set(tick.delay_up_seconds);
+  delay_.Add({{"namespace", ns}, {"pool", pool}, {"direction", kDown}})
+      .Set(tick.delay_down_seconds);
+}
+
+void ScalerMetrics::Decided(const std::string& ns, const std::string& pool,
+                            std::string_view direction) {
+  decisions_.Add({{"namespace", ns}, {"pool", pool}, {"direction", std::string(direction)}})
+      .Increment();
+}
+
+void ScalerMetrics::Held(const std::string& ns, const std::string& pool, std::string_view reason) {
+  {
+    const std::lock_guard lock(mu_);
+    held_[{ns, pool}].emplace(reason);
+  }
+  holds_.Add({{"namespace", ns}, {"pool", pool}, {"reason", std::string(reason)}}).Increment();
+}
+
+void ScalerMetrics::RemovePool(const std::string& ns, const std::string& pool) {
+  for (auto* family : {&desired_, &target_, &current_}) {
+    family->Remove(&family->Add({{"namespace", ns}, {"pool", pool}}));
+  }
+  for (const char* direction : {kUp, kDown}) {
+    delay_.Remove(&delay_.Add({{"namespace", ns}, {"pool", pool}, {"direction", direction}}));
+    decisions_.Remove(
+        &decisions_.Add({{"namespace", ns}, {"pool", pool}, {"direction", direction}}));
+  }
+  const std::lock_guard lock(mu_);
+  const auto it = held_.find({ns, pool});
+  if (it == held_.end()) return;
+  for (const std::string& reason : it->second) {
+    holds_.Remove(&holds_.Add({{"namespace", ns}, {"pool", pool}, {"reason", reason}}));
+  }
+  held_.erase(it);
+}
+
+}  // namespace eoc::controller

@@ -1,0 +1,210 @@
+// The autoscaler end to end: the eoc-controller binary on the shared control plane (the
+// kube-controller-manager turning /scale into pods, the node agent playing the kubelet with fake
+// vLLM workers whose load the test sets), with short delays. Load rises and the Deployment grows
+// after the upscale delay, its new pods joining the routing table; load falls and it shrinks after
+// the downscale delay; a pool without requests goes to minReplicas; replicas someone else sets are
+// adopted; an HPA on the same Deployment means no writes; mode Recommend never writes /scale; the
+// Events show in `kubectl describe`. Assertions are on what is written, never on how fast.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "common/files.h"
+#include "eventually.h"
+#include "fleet_test.h"
+#include "manifests.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::kPatience;
+using testing::kPools;
+namespace resources = kube::resources;
+
+const kube::ResourceRef kHorizontalPodAutoscalers{"autoscaling", "v1", "horizontalpodautoscalers"};
+
+// A pool of `app` scaling Deployment `app`: scraped every second, 4 ongoing requests a replica,
+// delays of 2 s up and 4 s down, 1 to 4 replicas; `autoscaling` overrides.
+json Pool(const std::string& app, const json& autoscaling = json::object()) {
+  json pool = testing::PoolOf(app, {{"intervalSeconds", 1}, {"timeoutSeconds", 1}});
+  pool["spec"]["scaleTargetRef"] = {
+      {"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", app}};
+  json a = {{"minReplicas", 1},         {"maxReplicas", 4},           {"targetOngoingRequests", 4},
+            {"upscaleDelaySeconds", 2}, {"downscaleDelaySeconds", 4}, {"lookBackPeriodSeconds", 2}};
+  a.update(autoscaling);
+  pool["spec"]["autoscaling"] = a;
+  return pool;
+}
+
+class AutoscaleIntegrationTest : public testing::FleetTest {
+ protected:
+  std::vector<std::string> ControllerFlags() const override {
+    return {"--autoscaler-tick-ms", "250"};
+  }
+
+  std::int32_t SpecReplicas(const std::string& deployment) const {
+    auto d = client_->Get(resources::kDeployments, ns_, deployment);
+    return d ? (*d)["spec"].value("replicas", -1) : -1;
+  }
+
+  json PoolStatus(const std::string& pool) const {
+    auto p = client_->Get(kPools, ns_, pool);
+    return p && p->contains("status") ? (*p)["status"] : json::object();
+  }
+
+  // The ScalingActive condition's "status/reason"; "" while there is none.
+  std::string Scaling(const std::string& pool) const {
+    for (const json& c : PoolStatus(pool).value("conditions", json::array())) {
+      if (c.value("type", "") == "ScalingActive") {
+        return c.value("status", "") + "/" + c.value("reason", "");
+      }
+    }
+    return "";
+  }
+
+  // The reasons of the Events about InferencePool `pool`, in the order listed.
+  std::vector<std::string> EventReasons(const std::string& pool) const {
+    std::vector<std::string> reasons;
+    auto list = client_->List(resources::kEvents, ns_,
+                              {.field_selector = "involvedObject.kind=InferencePool,"
+                                                 "involvedObject.name=" +
+                                                 pool});
+    if (!list) return reasons;
+    for (const json& e : list->items) reasons.push_back(e.value("reason", ""));
+    return reasons;
+  }
+
+  bool HasEvent(const std::string& pool, const std::string& reason) const {
+    const auto reasons = EventReasons(pool);
+    return std::find(reasons.begin(), reasons.end(), reason) != reasons.end();
+  }
+
+  // Every Running pod of `app` serving `running` requests.
+  void SetLoad(const std::string& app, std::int64_t running) {
+    for (const std::string& pod : RunningPods(app)) {
+      if (auto worker = agent_->Worker(ns_, pod)) worker->SetLoad({.running = running});
+    }
+  }
+
+  // /scale stays at `replicas` over `ticks` observations half a second apart.
+  bool Stays(const std::string& deployment, std::int32_t replicas, int ticks) const {
+    for (int i = 0; i < ticks; ++i) {
+      if (SpecReplicas(deployment) != replicas) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    return true;
+  }
+};
+
+TEST_F(AutoscaleIntegrationTest, GrowsUnderLoadAndShrinksAfterIt) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w")));
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  ASSERT_TRUE(Eventually([&] { return Scaling("w") == "True/Active"; }, kPatience))
+      << controller_->Output();
+
+  // 10 ongoing over a target of 4: 3 replicas, once the upscale delay has passed.
+  SetLoad("w", 10);
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 3; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(
+      Eventually([&] { return PoolStatus("w").value("desiredReplicas", -1) == 3; }, kPatience));
+  EXPECT_FALSE(PoolStatus("w").value("lastScaleTime", "").empty());
+  EXPECT_TRUE(Eventually([&] { return HasEvent("w", "ScaledUp"); }, kPatience));
+  // The new pods become workers: all three in the routing table.
+  ASSERT_EQ(AwaitRunningPods("w", 3).size(), 3U);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto w = PublishedWeights("w");
+        return w && w->size() == 3;
+      },
+      kPatience));
+
+  // The load goes: back to minReplicas after the downscale delay.
+  SetLoad("w", 0);
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 1; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(Eventually([&] { return HasEvent("w", "ScaledDown"); }, kPatience));
+  // The status follows the write (a patch right after it).
+  EXPECT_TRUE(
+      Eventually([&] { return PoolStatus("w").value("desiredReplicas", -1) == 1; }, kPatience));
+
+  // The Events show where a user looks.
+  const std::string kubectl = FindExecutable("kubectl").value_or("");
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not on PATH";
+  testing::ChildProcess describe({kubectl, "--kubeconfig", plane_->Var("EOC_KUBECONFIG"), "-n", ns_,
+                                  "describe", "inferencepool", "w"},
+                                 /*merge_stderr=*/true);
+  EXPECT_EQ(describe.Wait(), 0);
+  EXPECT_THAT(describe.Output(), ::testing::HasSubstr("ScaledUp"));
+  EXPECT_THAT(describe.Output(), ::testing::HasSubstr("ScaledDown"));
+}
+
+TEST_F(AutoscaleIntegrationTest, APoolWithoutRequestsGoesDownToMinReplicas) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 3)));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w", {{"minReplicas", 2}})));
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 2; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(Stays("w", 2, 10));
+}
+
+TEST_F(AutoscaleIntegrationTest, ReplicasSetBySomeoneElseAreAdopted) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w", {{"downscaleDelaySeconds", 30}})));
+  ASSERT_TRUE(
+      Eventually([&] { return PoolStatus("w").value("desiredReplicas", -1) == 1; }, kPatience))
+      << controller_->Output();
+  // A person scales by hand; the load (none) would want 1, but their 3 stand.
+  ASSERT_TRUE(client_->SetReplicas(resources::kDeployments, ns_, "w", 3));
+  ASSERT_TRUE(Eventually([&] { return Scaling("w") == "False/ExternalChange"; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(Eventually([&] { return HasEvent("w", "ExternalChange"); }, kPatience));
+  EXPECT_EQ(PoolStatus("w").value("desiredReplicas", -1), 3);
+  EXPECT_TRUE(Stays("w", 3, 10));
+}
+
+TEST_F(AutoscaleIntegrationTest, AHorizontalPodAutoscalerOnTheDeploymentMeansNoWrites) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  const json hpa = {
+      {"apiVersion", "autoscaling/v1"},
+      {"kind", "HorizontalPodAutoscaler"},
+      {"metadata", {{"name", "w-hpa"}}},
+      {"spec",
+       {{"scaleTargetRef", {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "w"}}},
+        {"minReplicas", 1},
+        {"maxReplicas", 5},
+        {"targetCPUUtilizationPercentage", 50}}}};
+  ASSERT_TRUE(client_->Create(kHorizontalPodAutoscalers, ns_, hpa));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w")));
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  SetLoad("w", 16);  // would want 4
+  ASSERT_TRUE(
+      Eventually([&] { return Scaling("w") == "False/HorizontalPodAutoscaler"; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(Stays("w", 1, 10));
+}
+
+TEST_F(AutoscaleIntegrationTest, RecommendNeverWritesScale) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w", {{"mode", "Recommend"}})));
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  SetLoad("w", 12);  // would want 3
+  ASSERT_TRUE(
+      Eventually([&] { return PoolStatus("w").value("desiredReplicas", -1) == 3; }, kPatience))
+      << controller_->Output();
+  EXPECT_EQ(Scaling("w"), "True/Recommending");
+  EXPECT_TRUE(Eventually([&] { return HasEvent("w", "ScaleRecommended"); }, kPatience));
+  EXPECT_TRUE(Stays("w", 1, 6));
+}
+
+}  // namespace
+}  // namespace eoc::controller

@@ -1,0 +1,322 @@
+// The autoscaler's wiring against fakes of its seams (the caches, /scale, Events) and a real
+// routing directory for the loads, on a manual clock: when it writes /scale, what it records in
+// the status and Events, and when it leaves the replicas to someone else.
+#include "controller/pool_scaler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "controller/pool_status.h"
+#include "controller/routing_config.h"
+#include "pods.h"
+#include "pool_fakes.h"
+#include "routing/pool_directory.h"
+
+namespace eoc::controller {
+namespace {
+
+using std::chrono::seconds;
+using testing::FakeEvents;
+using testing::FakeStore;
+using testing::kKey;
+using testing::Pod;
+using testing::PoolJson;
+
+// /scale of one Deployment, scripted.
+class FakeScales final : public ScaleClient {
+ public:
+  kube::Result<ScaleState> Read(const std::string& ns, const api::ScaleTargetRef& ref) override {
+    ++reads;
+    EXPECT_EQ(ns, "prod");
+    EXPECT_EQ(ref.kind, "Deployment");
+    EXPECT_EQ(ref.name, "chat");
+    if (read_error) return *read_error;
+    return state;
+  }
+  kube::Result<ScaleState> Write(const std::string& /*ns*/, const api::ScaleTargetRef& /*ref*/,
+                                 const std::string& resource_version,
+                                 std::int32_t replicas) override {
+    if (!conflicts.empty()) {
+      // Someone moved /scale: its resourceVersion (and maybe its replicas) changed.
+      state.resource_version = std::to_string(++version);
+      if (conflicts.front() >= 0) state.replicas = conflicts.front();
+      conflicts.pop_front();
+      return kube::Status{409, "Conflict", "the object has been modified", std::nullopt};
+    }
+    EXPECT_EQ(resource_version, state.resource_version);
+    writes.push_back(replicas);
+    state.replicas = replicas;
+    state.resource_version = std::to_string(++version);
+    return state;
+  }
+  kube::Result<std::vector<std::string>> Autoscalers(const std::string& /*ns*/,
+                                                     const api::ScaleTargetRef& /*ref*/) override {
+    return hpas;
+  }
+  kube::Result<bool> PatchStatus(const std::string& /*ns*/, const std::string& pool,
+                                 std::int32_t desired, const std::string& last) override {
+    EXPECT_EQ(pool, "chat");
+    patches.push_back(desired);
+    last_scale_time = last;
+    return true;
+  }
+
+  ScaleState state{.replicas = 2, .resource_version = "10"};
+  int version = 10;
+  std::optional<kube::Status> read_error;
+  std::deque<std::int32_t> conflicts;  // each: the replicas someone else sets (-1: unchanged)
+  std::vector<std::string> hpas;
+  std::vector<std::int32_t> writes;
+  std::vector<std::int32_t> patches;
+  std::string last_scale_time;
+  int reads = 0;
+};
+
+nlohmann::json AutoscaledPool(const nlohmann::json& autoscaling,
+                              const nlohmann::json& status = nullptr) {
+  nlohmann::json pool = PoolJson("1");
+  pool["spec"]["scaleTargetRef"] = {
+      {"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "chat"}};
+  nlohmann::json a = {{"minReplicas", 0},
+                      {"maxReplicas", 10},
+                      {"targetOngoingRequests", 10},
+                      {"upscaleDelaySeconds", 5},
+                      {"downscaleDelaySeconds", 20},
+                      {"downscaleToZeroDelaySeconds", 10},
+                      {"lookBackPeriodSeconds", 2}};
+  if (autoscaling.is_object()) a.update(autoscaling);
+  pool["spec"]["autoscaling"] = a;
+  if (!status.is_null()) pool["status"] = status;
+  return pool;
+}
+
+class PoolScalerTest : public ::testing::Test {
+ protected:
+  PoolScalerTest() : budget_(1000), directory_(budget_) {}
+
+  void SetUp() override { Use(AutoscaledPool({})); }
+
+  // The pool as the informer has it, with `workers` ready pods.
+  void Use(const nlohmann::json& pool, int workers = 2) {
+    store_.PutPool(pool);
+    const api::InferencePool& p = store_.GetPool(kKey)->pool;
+    ASSERT_TRUE(p.errors.empty()) << p.errors.front().ToString();
+    std::vector<std::shared_ptr<const kube::PodView>> pods;
+    pods.reserve(workers);
+    for (int i = 0; i < workers; ++i) {
+      pods.push_back(Pod("chat-" + std::to_string(i), "10.0.0." + std::to_string(i + 1)));
+    }
+    members_ = std::make_shared<PoolMembers>(SelectWorkers(
+        p, pods, [](const std::string&) { return std::shared_ptr<const kube::NodeView>(); }));
+    // Published, so that every replica's routing state has the workers (and their loads).
+    nlohmann::json published = pool;
+    published["status"]["routing"] = api::ToJson(api::InferencePoolStatus{
+        .routing = BuildRoutingTable(p.spec, members_->workers, std::nullopt)})["routing"];
+    store_.PutPool(published);
+    UpdatePoolDirectory(directory_, store_.GetPool(kKey)->pool, members_->workers, clock_.Now());
+  }
+
+  // Each worker scraped with `ongoing` running requests.
+  void Load(double ongoing) {
+    const auto state = directory_.Find(kKey);
+    ASSERT_NE(state, nullptr);
+    for (const routing::Worker& w : members_->workers) {
+      state->ObserveLoad(w.key, {.running = ongoing, .available = true}, clock_.Now());
+    }
+  }
+
+  PoolScaler& Scaler() {
+    if (!scaler_) {
+      scaler_ = std::make_unique<PoolScaler>(
+          store_, [this](const std::string&) { return members_; }, scales_, events_,
+          PoolScalerOptions{.directory = &directory_,
+                            .changed = [this](const std::string&) { ++changed_; }},
+          clock_, nullptr);
+      scaler_->SetLeading(true);
+    }
+    return *scaler_;
+  }
+
+  // `n` ticks a second apart, the first now; the load re-scraped before each.
+  void Ticks(int n, double ongoing) {
+    for (int i = 0; i < n; ++i) {
+      if (i > 0) clock_.Advance(seconds(1));
+      Load(ongoing);
+      auto r = Scaler().Reconcile(kKey);
+      ASSERT_TRUE(r) << r.error().ToString();
+      EXPECT_EQ(r->requeue_after, std::chrono::milliseconds(1000));
+    }
+  }
+
+  std::string Reason() {
+    const auto report = Scaler().Report(kKey);
+    return report ? report->condition.reason : "";
+  }
+
+  ManualClock clock_;
+  routing::SessionBudget budget_;
+  routing::PoolDirectory directory_;
+  FakeStore store_;
+  FakeScales scales_;
+  FakeEvents events_;
+  std::shared_ptr<PoolMembers> members_;
+  std::unique_ptr<PoolScaler> scaler_;
+  int changed_ = 0;
+};
+
+TEST_F(PoolScalerTest, ScalesUpAfterTheDelayAndSaysSo) {
+  // 2 workers at 40 ongoing each: 80 over a target of 10 wants 8.
+  Ticks(5, 40);
+  EXPECT_TRUE(scales_.writes.empty());
+  Ticks(2, 40);  // the 6th tick is 5 s after the first
+  ASSERT_EQ(scales_.writes, std::vector<std::int32_t>{8});
+  EXPECT_EQ(scales_.patches, std::vector<std::int32_t>{8});
+  EXPECT_FALSE(scales_.last_scale_time.empty());
+  ASSERT_EQ(events_.events.size(), 1U);
+  EXPECT_EQ(events_.events[0].reason, "ScaledUp");
+  EXPECT_EQ(events_.events[0].message,
+            "scaled Deployment chat from 2 to 8: 80 ongoing requests over 2 ready workers, 10 "
+            "each (desired 8)");
+  const auto report = Scaler().Report(kKey);
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->condition.status, "True");
+  EXPECT_EQ(report->condition.reason, "Active");
+  EXPECT_EQ(report->desired_replicas, 8);
+  EXPECT_EQ(report->last_scale_time, scales_.last_scale_time);
+  EXPECT_GT(changed_, 0);
+}
+
+TEST_F(PoolScalerTest, ScalesDownAfterItsDelay) {
+  Use(AutoscaledPool({}, {{"desiredReplicas", 2}}));
+  Ticks(20, 2);  // 4 over 10: 1 wanted, 20 s delay
+  EXPECT_TRUE(scales_.writes.empty());
+  Ticks(2, 2);
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});
+  EXPECT_EQ(events_.events.back().reason, "ScaledDown");
+}
+
+TEST_F(PoolScalerTest, ANewLeaderTakesItsPredecessorsWriteAsItsOwn) {
+  Use(AutoscaledPool({}, {{"desiredReplicas", 2}, {"lastScaleTime", "2026-12-04T00:00:00Z"}}));
+  Ticks(3, 10);  // exactly 2 wanted
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_TRUE(events_.events.empty());
+  EXPECT_EQ(Reason(), "Active");
+}
+
+TEST_F(PoolScalerTest, ReplicasSetBySomeoneElseAreAdoptedAndNotFought) {
+  Use(AutoscaledPool({}, {{"desiredReplicas", 4}}));
+  scales_.state.replicas = 6;  // a person ran kubectl scale
+  Ticks(1, 40);                // wants 8
+  ASSERT_EQ(events_.events.size(), 1U);
+  EXPECT_EQ(events_.events[0].reason, "ExternalChange");
+  EXPECT_EQ(scales_.patches, std::vector<std::int32_t>{6});
+  EXPECT_EQ(Reason(), "ExternalChange");
+  EXPECT_EQ(Scaler().Report(kKey)->condition.status, "False");
+  Ticks(19, 40);  // the downscale delay (20 s) has not passed
+  EXPECT_TRUE(scales_.writes.empty());
+  Ticks(3, 40);  // 20 s on: the decision, pointing up all along, is applied at once
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{8});
+  EXPECT_EQ(Reason(), "Active");
+}
+
+TEST_F(PoolScalerTest, AHorizontalPodAutoscalerOnTheTargetMeansNoWrites) {
+  scales_.hpas = {"chat-hpa"};
+  Ticks(30, 40);
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_EQ(Reason(), "HorizontalPodAutoscaler");
+  EXPECT_EQ(Scaler().Report(kKey)->condition.message,
+            "HorizontalPodAutoscaler chat-hpa scales Deployment chat; this pool does not write "
+            "its /scale");
+}
+
+TEST_F(PoolScalerTest, RecommendDecidesAndNeverWrites) {
+  Use(AutoscaledPool({{"mode", "Recommend"}}, {{"desiredReplicas", 2}}));
+  Ticks(7, 40);
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_EQ(scales_.patches, std::vector<std::int32_t>{8});
+  ASSERT_EQ(events_.events.size(), 1U);
+  EXPECT_EQ(events_.events[0].reason, "ScaleRecommended");
+  EXPECT_EQ(Reason(), "Recommending");
+  EXPECT_EQ(Scaler().Report(kKey)->desired_replicas, 8);
+}
+
+TEST_F(PoolScalerTest, UnknownLoadHoldsTheReplicas) {
+  Use(AutoscaledPool({}, {{"desiredReplicas", 2}}));
+  for (int i = 0; i < 40; ++i) {  // no worker ever scraped
+    ASSERT_TRUE(Scaler().Reconcile(kKey));
+    clock_.Advance(seconds(1));
+  }
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_EQ(Reason(), "MetricsUnknown");
+}
+
+TEST_F(PoolScalerTest, InitialReplicasOnlyOnATargetNeverScaled) {
+  Use(AutoscaledPool({{"initialReplicas", 3}}));
+  scales_.state.replicas = 1;
+  Ticks(1, 10);
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{3});
+  // Scaled before (a lastScaleTime): initialReplicas is not written again.
+  scaler_.reset();
+  scales_.writes.clear();
+  scales_.state.replicas = 1;
+  Use(AutoscaledPool({{"initialReplicas", 3}},
+                     {{"desiredReplicas", 1}, {"lastScaleTime", "2026-12-04T00:00:00Z"}}));
+  Ticks(1, 5);
+  EXPECT_TRUE(scales_.writes.empty());
+}
+
+TEST_F(PoolScalerTest, AConflictIsRetriedOnlyWhileTheReplicasAreStillOurs) {
+  Use(AutoscaledPool({}, {{"desiredReplicas", 2}}));
+  scales_.conflicts = {-1};  // the Deployment's status moved: same replicas, new version
+  Ticks(6, 40);
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{8});
+  // Someone set 5 between the read and the write: not overwritten, adopted on the next tick.
+  scaler_.reset();
+  scales_.writes.clear();
+  scales_.state.replicas = 2;
+  events_.events.clear();
+  scales_.conflicts = {5};
+  Ticks(7, 40);
+  EXPECT_TRUE(scales_.writes.empty());
+  ASSERT_FALSE(events_.events.empty());
+  EXPECT_EQ(events_.events.back().reason, "ExternalChange");
+}
+
+TEST_F(PoolScalerTest, AnUnreadableTargetIsAnErrorAndACondition) {
+  scales_.read_error =
+      kube::Status{404, "NotFound", "deployments.apps \"chat\" not found", std::nullopt};
+  Load(10);
+  auto r = Scaler().Reconcile(kKey);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(Reason(), "ScaleTargetUnavailable");
+  EXPECT_EQ(Scaler().Report(kKey)->condition.status, "False");
+}
+
+TEST_F(PoolScalerTest, FollowersNeitherReadNorWrite) {
+  Scaler().SetLeading(false);
+  Load(40);
+  auto r = Scaler().Reconcile(kKey);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->requeue_after, std::chrono::nanoseconds(0));  // SetLeading(true) brings it back
+  EXPECT_EQ(scales_.reads, 0);
+  EXPECT_FALSE(Scaler().Report(kKey));
+}
+
+TEST_F(PoolScalerTest, APoolNoLongerAutoscaledIsDropped) {
+  Ticks(1, 10);
+  ASSERT_TRUE(Scaler().Report(kKey));
+  nlohmann::json pool = AutoscaledPool({{"enabled", false}});
+  Use(pool);
+  auto r = Scaler().Reconcile(kKey);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->requeue_after, std::chrono::nanoseconds(0));
+  EXPECT_FALSE(Scaler().Report(kKey));
+}
+
+}  // namespace
+}  // namespace eoc::controller
