@@ -13,6 +13,7 @@
 
 #include "cli/kube_flags.h"
 #include "common/stop_signals.h"
+#include "controller/demand.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_controller.h"
 #include "controller/pool_metrics.h"
@@ -117,6 +118,8 @@ int Run(const Flags& flags) {
     fence = [&elector] { return elector != nullptr && elector->IsLeader(); };
   }
   kube::EventRecorder recorder(client, {.component = "eoc-controller"}, {.fence = fence});
+  // This replica's name: its Lease identity, and its key in the pools' demand annotations.
+  const std::string replica = kube::DefaultLeaderIdentity();
   // The autoscaler (leader only) reads and writes each pool's target through /scale.
   eoc::controller::KubeScaleClient scale_client(client);
   eoc::controller::ScalerMetrics scaler_metrics(metrics.registry());
@@ -129,7 +132,7 @@ int Run(const Flags& flags) {
        .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
                   .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)},
        .scales = &scale_client,
-       .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms)},
+       .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms), .replica = replica},
        .scaler_metrics = &scaler_metrics},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
@@ -161,6 +164,8 @@ int Run(const Flags& flags) {
       {.pools_loaded = [&pools] { return pools.PoolsSynced(); }});
   eoc::server::PoolTicker ticker(directory, eoc::RealClock());
   ticker.Start();
+  // Every replica reports the picks waiting in its queues, for the leader's autoscaler.
+  eoc::controller::DemandReporter demand(client, directory, replica, eoc::RealClock());
   eoc::server::HttpServer pick_server(
       {.address = flags.pick_bind_address,
        .threads = flags.pick_threads,
@@ -181,7 +186,7 @@ int Run(const Flags& flags) {
     lc.lease_namespace =
         flags.leader_election_namespace.empty() ? config.ns : flags.leader_election_namespace;
     lc.lease_name = flags.leader_election_id;
-    lc.identity = kube::DefaultLeaderIdentity();
+    lc.identity = replica;
     const kube::ObjectReference lease{.kind = "Lease",
                                       .ns = lc.lease_namespace,
                                       .name = lc.lease_name,
@@ -211,6 +216,7 @@ int Run(const Flags& flags) {
   }
   scrape_loop.Start();
   pools.Start();
+  demand.Start();
   if (elector) {
     elector->Start();
   } else {
@@ -221,6 +227,7 @@ int Run(const Flags& flags) {
   log.Info("stopping", {{"signal", signal}});
   if (elector) elector->Stop();  // hands the Lease back first, so a successor starts at once
   pick_server.Stop();            // waiting picks answer 503; answers being sent drain
+  demand.Stop();                 // its reports go with it
   ticker.Stop();
   pools.Stop();
   scrape_loop.Stop();

@@ -4,6 +4,7 @@
 
 #include "common/object_meta.h"
 #include "common/rfc3339.h"
+#include "controller/demand.h"
 #include "controller/pool_status.h"
 #include "controller/pool_weights.h"
 #include "controller/routing_config.h"
@@ -52,7 +53,9 @@ const telemetry::Logger& PoolLog() {
 }
 
 PoolObject ToPoolObject(const nlohmann::json& object) {
-  return {.pool = api::ParseInferencePool(object), .resource_version = ResourceVersionOf(object)};
+  return {.pool = api::ParseInferencePool(object),
+          .resource_version = ResourceVersionOf(object),
+          .demand = DemandAnnotations(object)};
 }
 
 kube::Result<nlohmann::json> KubePoolClient::UpdateStatus(const nlohmann::json& pool) {

@@ -66,6 +66,8 @@ inline const kube::ResourceRef kInferencePools{std::string(api::kGroup), std::st
 struct PoolObject {
   api::InferencePool pool;
   std::string resource_version;
+  // Its eoc.dev/demand-<replica> annotations: the picks waiting on each replica (demand.h).
+  std::map<std::string, std::string> demand;
 };
 PoolObject ToPoolObject(const nlohmann::json& object);
 

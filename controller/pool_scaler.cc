@@ -73,6 +73,7 @@ PoolScaler::PoolScaler(const PoolStore& store, MembersLookup members, ScaleClien
       clock_(clock),
       metrics_(metrics),
       epoch_(clock.Now()),
+      own_demand_(DemandAnnotationKey(options_.replica)),
       controller_("autoscaler", *this, {.workers = 1}, {.clock = &clock}) {}
 
 PoolScaler::~PoolScaler() { Stop(); }
@@ -124,6 +125,7 @@ void PoolScaler::Untrack(const std::string& key, const api::InferencePool* pool)
     states_.erase(key);
     had_report = reports_.erase(key) > 0;
   }
+  demand_.Forget(key);
   if (metrics_ != nullptr) {
     const auto slash = key.find('/');
     metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
@@ -183,11 +185,12 @@ kube::Result<kube::ReconcileResult> PoolScaler::Reconcile(const std::string& key
   }
   const std::shared_ptr<State> state = StateFor(key, *pool);
   if (!state) return kube::ReconcileResult{};  // not leading: SetLeading(true) brings it back
-  return Tick(key, *pool, *state);
+  return Tick(key, *object, *state);
 }
 
 kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
-                                                     const api::InferencePool& pool, State& s) {
+                                                     const PoolObject& object, State& s) {
+  const api::InferencePool& pool = object.pool;
   const kube::ReconcileResult again{.requeue_after = options_.tick};
   const api::AutoscalingSpec& a = pool.spec.autoscaling;
   const api::ScaleTargetRef& ref = *pool.spec.scale_target_ref;
@@ -262,7 +265,7 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
   }
 
   const double now_s = Seconds(now);
-  const autoscale::PolicyInput input = Measure(key, pool, s, now_s);
+  const autoscale::PolicyInput input = Measure(key, object, s, now);
   const std::int32_t before = s.target;
   const autoscale::DelayTimer timer_before = s.timer;
   const autoscale::Decision d = autoscale::Decide(PolicyOf(a), input, s.timer);
@@ -341,8 +344,10 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
   return again;
 }
 
-autoscale::PolicyInput PoolScaler::Measure(const std::string& key, const api::InferencePool& pool,
-                                           State& s, double now_seconds) {
+autoscale::PolicyInput PoolScaler::Measure(const std::string& key, const PoolObject& object,
+                                           State& s, Clock::TimePoint now) {
+  const api::InferencePool& pool = object.pool;
+  const double now_seconds = Seconds(now);
   const double look_back = pool.spec.autoscaling.look_back_period_seconds;
   if (!s.window || s.window->look_back_seconds() != look_back) s.window.emplace(look_back);
   const std::shared_ptr<const PoolMembers> members = members_(key);
@@ -364,6 +369,17 @@ autoscale::PolicyInput PoolScaler::Measure(const std::string& key, const api::In
         if (it == pods.end() || !observed.load.available) continue;
         s.window->Record(*it->second, now_seconds, observed.load.running + observed.load.waiting);
       }
+    }
+  }
+  // The picks waiting on the other replicas, as their fresh reports say.
+  const DemandReadings::Reading others =
+      demand_.Observe(key, object.demand, own_demand_, now, clock_.WallNow());
+  waiting += static_cast<std::size_t>(others.waiting);
+  if (!others.expired.empty() && Fenced()) {
+    auto removed = scales_.RemoveAnnotations(pool.ns, pool.name, others.expired);
+    if (!removed) {
+      Log().Warn("removing stale demand reports failed",
+                 {{"pool", key}, {"error", removed.error().ToString()}});
     }
   }
   s.window->Retain(ready);

@@ -1,6 +1,7 @@
 // The autoscaler's wiring (leader only): on every tick (1 s by default) of each pool with
 // autoscaling enabled and a valid spec, it counts the ready workers, reads their ongoing requests
-// (running + waiting, as scraped) and the picks waiting in this replica's queue, asks the policy
+// (running + waiting, as scraped) and the picks waiting in every replica's queue (this one's, and
+// the others' fresh demand annotations: demand.h), asks the policy
 // (src/autoscale/policy.h) and applies its decision through the /scale subresource of the pool's
 // scaleTargetRef (any kind that has one, found through discovery).
 //
@@ -40,6 +41,7 @@
 #include "autoscale/ongoing_window.h"
 #include "autoscale/policy.h"
 #include "common/clock.h"
+#include "controller/demand.h"
 #include "controller/pool_reconciler.h"
 #include "controller/scale_client.h"
 #include "controller/scaler_metrics.h"
@@ -66,6 +68,9 @@ struct PoolScalerOptions {
   routing::PoolDirectory* directory = nullptr;
   // A pool's report changed: the reconciler should write its status. Called on a tick's thread.
   std::function<void(const std::string& pool_key)> changed;
+  // This replica's name in the pools' demand annotations (demand.h), whose reports are left out
+  // (its own queue is counted directly).
+  std::string replica;
 };
 
 // A pool's current workers (the reconciler's membership), nullptr while unknown.
@@ -107,11 +112,11 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
   // patch), so that a status the reconciler writes meanwhile never carries the figures before it.
   void ReportScale(const std::string& key, const api::InferencePool& pool, State& s);
   // One tick of a pool this replica scales, with its state.
-  kube::Result<kube::ReconcileResult> Tick(const std::string& key, const api::InferencePool& pool,
+  kube::Result<kube::ReconcileResult> Tick(const std::string& key, const PoolObject& object,
                                            State& s);
   // The policy's load figures for the pool now.
-  autoscale::PolicyInput Measure(const std::string& key, const api::InferencePool& pool, State& s,
-                                 double now_seconds);
+  autoscale::PolicyInput Measure(const std::string& key, const PoolObject& object, State& s,
+                                 Clock::TimePoint now);
   // Writes `replicas` to /scale and, once written, the status; an Event says why.
   kube::Result<bool> Apply(const std::string& key, const api::InferencePool& pool, State& s,
                            std::int32_t replicas, const std::string& why);
@@ -126,6 +131,8 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
   const Clock& clock_;
   ScalerMetrics* const metrics_;
   const Clock::TimePoint epoch_;  // the policy's time 0
+  const std::string own_demand_;  // DemandAnnotationKey(options_.replica)
+  DemandReadings demand_;
 
   mutable std::mutex mu_;
   std::set<std::string> tracked_;                         // guarded by mu_

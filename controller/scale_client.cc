@@ -99,4 +99,15 @@ kube::Result<bool> KubeScaleClient::PatchStatus(const std::string& ns, const std
   return true;
 }
 
+kube::Result<bool> KubeScaleClient::RemoveAnnotations(const std::string& ns,
+                                                      const std::string& pool,
+                                                      const std::vector<std::string>& keys) {
+  json annotations = json::object();
+  for (const std::string& key : keys) annotations[key] = nullptr;
+  auto patched = client_.Patch(kInferencePools, ns, pool, kube::PatchType::kMerge,
+                               {{"metadata", {{"annotations", annotations}}}});
+  if (!patched) return patched.error();
+  return true;
+}
+
 }  // namespace eoc::controller

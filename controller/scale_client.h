@@ -50,6 +50,9 @@ class ScaleClient {
   virtual kube::Result<bool> PatchStatus(const std::string& ns, const std::string& pool,
                                          std::int32_t desired_replicas,
                                          const std::string& last_scale_time) = 0;
+  // Removes the pool's annotations `keys` (demand reports of replicas that are gone).
+  virtual kube::Result<bool> RemoveAnnotations(const std::string& ns, const std::string& pool,
+                                               const std::vector<std::string>& keys) = 0;
 };
 
 // The reason of Read's error for a kind that is served but cannot be scaled.
@@ -73,6 +76,8 @@ class KubeScaleClient final : public ScaleClient {
   kube::Result<bool> PatchStatus(const std::string& ns, const std::string& pool,
                                  std::int32_t desired_replicas,
                                  const std::string& last_scale_time) override;
+  kube::Result<bool> RemoveAnnotations(const std::string& ns, const std::string& pool,
+                                       const std::vector<std::string>& keys) override;
 
  private:
   kube::Result<kube::ApiResource> Resolve(const api::ScaleTargetRef& ref);

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "eventually.h"
 #include "fleet_test.h"
 #include "manifests.h"
+#include "raw_client.h"
 
 namespace eoc::controller {
 namespace {
@@ -204,6 +207,113 @@ TEST_F(AutoscaleIntegrationTest, RecommendNeverWritesScale) {
   EXPECT_EQ(Scaling("w"), "True/Recommending");
   EXPECT_TRUE(Eventually([&] { return HasEvent("w", "ScaleRecommended"); }, kPatience));
   EXPECT_TRUE(Stays("w", 1, 6));
+}
+
+// Two replicas on one Lease: the first started leads.
+class AutoscaleReplicasTest : public AutoscaleIntegrationTest {
+ protected:
+  std::vector<std::string> ControllerFlags() const override {
+    std::vector<std::string> flags = AutoscaleIntegrationTest::ControllerFlags();
+    for (const char* f : {"--leader-elect", "--leader-election-namespace"}) flags.emplace_back(f);
+    flags.push_back(ns_);
+    flags.emplace_back("--leader-election-id");
+    flags.push_back("eoc-" + ns_);
+    return flags;
+  }
+
+  // A second replica, once it serves metrics and is not the leader.
+  std::unique_ptr<testing::ChildProcess> StartFollower(int metrics_port, int pick_port) {
+    auto follower = std::make_unique<testing::ChildProcess>(ControllerArgs(metrics_port, pick_port),
+                                                            /*merge_stderr=*/true);
+    const std::string leading = "eoc_leader_election_leading{lease=\"eoc-" + ns_ + "\"}";
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return testing::Sample(testing::HttpGet(metrics_port, "/metrics").body, leading) == 0;
+        },
+        kPatience))
+        << follower->Output();
+    return follower;
+  }
+};
+
+TEST_F(AutoscaleReplicasTest, APickWaitingOnAFollowerBringsAnEmptyPoolBack) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(kPools, ns_,
+                              Pool("w", {{"minReplicas", 0},
+                                         {"downscaleDelaySeconds", 2},
+                                         {"downscaleToZeroDelaySeconds", 2}})));
+  // No requests: down to zero.
+  ASSERT_TRUE(
+      Eventually([&] { return SpecReplicas("w") == 0 && RunningPods("w").empty(); }, kPatience))
+      << controller_->Output();
+  const int pick_port = testing::FreePort();
+  const int metrics_port = testing::FreePort();
+  const auto follower = StartFollower(metrics_port, pick_port);
+  ASSERT_FALSE(HasFailure());
+  // The follower has the pool (reconciled, in its routing directory).
+  const std::string workers = "eoc_pool_workers{namespace=\"" + ns_ + "\",pool=\"w\"}";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return testing::Sample(testing::HttpGet(metrics_port, "/metrics").body, workers) == 0;
+      },
+      kPatience))
+      << follower->Output();
+
+  // A pick on the follower waits: its report brings the pool back to one, and it is answered.
+  const json body = {{"pool", ns_ + "/w"}, {"prompt_tokens", 1}, {"expected_tokens", 1}};
+  const std::string text = body.dump();
+  std::unique_ptr<testing::RawClient> client;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        try {
+          client = std::make_unique<testing::RawClient>(static_cast<std::uint16_t>(pick_port));
+          return true;
+        } catch (const std::runtime_error&) {
+          return false;  // not listening yet
+        }
+      },
+      kPatience));
+  ASSERT_TRUE(client->Send("POST /v1/pick HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                           std::to_string(text.size()) + "\r\n\r\n" + text));
+  std::optional<testing::RawResponse> answer;
+  for (int i = 0; i < 9 && !answer; ++i) answer = client->ReadResponse();
+  ASSERT_TRUE(answer) << follower->Output() << controller_->Output();
+  EXPECT_EQ(answer->status, 200) << answer->body;
+  EXPECT_EQ(SpecReplicas("w"), 1);
+  EXPECT_TRUE(HasEvent("w", "ScaledUp"));
+}
+
+TEST_F(AutoscaleReplicasTest, ANewLeaderNeitherDoubleScalesNorCallsItsPredecessorExternal) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w", {{"downscaleDelaySeconds", 20}})));
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  SetLoad("w", 12);  // 3 replicas
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 3; }, kPatience))
+      << controller_->Output();
+  ASSERT_EQ(AwaitRunningPods("w", 3).size(), 3U);
+  SetLoad("w", 4);  // 3 workers at 4 each: exactly 3
+  ASSERT_TRUE(
+      Eventually([&] { return PoolStatus("w").value("desiredReplicas", -1) == 3; }, kPatience));
+  const auto follower = StartFollower(testing::FreePort(), testing::FreePort());
+  ASSERT_FALSE(HasFailure());
+
+  // The load falls: the leader's downscale timer starts, and the leader dies within its delay.
+  SetLoad("w", 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  controller_->Signal(SIGKILL);
+  (void)controller_->WaitFor(std::chrono::seconds(10));
+  controller_.reset();
+  // The new leader takes the replicas its predecessor wrote as its own, and scales down once,
+  // after a full delay of its own.
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 1; }, std::chrono::seconds(120)))
+      << follower->Output();
+  EXPECT_FALSE(HasEvent("w", "ExternalChange"));
+  EXPECT_EQ(Scaling("w"), "True/Active");
+  const auto reasons = EventReasons("w");
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "ScaledDown"), 1) << follower->Output();
+  EXPECT_TRUE(Stays("w", 1, 4));
+  follower->Signal(SIGTERM);
+  (void)follower->WaitFor(std::chrono::seconds(30));
 }
 
 }  // namespace

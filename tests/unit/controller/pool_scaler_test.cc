@@ -66,6 +66,12 @@ class FakeScales final : public ScaleClient {
     return true;
   }
 
+  kube::Result<bool> RemoveAnnotations(const std::string& /*ns*/, const std::string& /*pool*/,
+                                       const std::vector<std::string>& keys) override {
+    removed.insert(removed.end(), keys.begin(), keys.end());
+    return true;
+  }
+
   ScaleState state{.replicas = 2, .resource_version = "10"};
   int version = 10;
   std::optional<kube::Status> read_error;
@@ -73,6 +79,7 @@ class FakeScales final : public ScaleClient {
   std::vector<std::string> hpas;
   std::vector<std::int32_t> writes;
   std::vector<std::int32_t> patches;
+  std::vector<std::string> removed;
   std::string last_scale_time;
   int reads = 0;
 };
@@ -285,6 +292,27 @@ TEST_F(PoolScalerTest, AConflictIsRetriedOnlyWhileTheReplicasAreStillOurs) {
   EXPECT_TRUE(scales_.writes.empty());
   ASSERT_FALSE(events_.events.empty());
   EXPECT_EQ(events_.events.back().reason, "ExternalChange");
+}
+
+TEST_F(PoolScalerTest, PicksWaitingOnAnotherReplicaBringAnEmptyPoolBack) {
+  nlohmann::json pool = AutoscaledPool({}, {{"desiredReplicas", 0}});
+  pool["metadata"]["annotations"] = {{"eoc.dev/demand-other", "2 2026-12-04T01:00:00Z"}};
+  Use(pool, 0);
+  scales_.state.replicas = 0;
+  ASSERT_TRUE(Scaler().Reconcile(kKey));  // first seen: not yet fresh
+  EXPECT_TRUE(scales_.writes.empty());
+  pool["metadata"]["annotations"]["eoc.dev/demand-other"] = "2 2026-12-04T01:00:01Z";
+  Use(pool, 0);
+  clock_.Advance(seconds(1));
+  ASSERT_TRUE(Scaler().Reconcile(kKey));
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});  // at once, no delay
+  // A report unchanged for ten minutes is removed.
+  for (int i = 0; i < 601; ++i) {
+    clock_.Advance(seconds(1));
+    ASSERT_TRUE(Scaler().Reconcile(kKey));
+  }
+  EXPECT_FALSE(scales_.removed.empty());
+  EXPECT_EQ(scales_.removed.front(), "eoc.dev/demand-other");
 }
 
 TEST_F(PoolScalerTest, AnUnreadableTargetIsAnErrorAndACondition) {
