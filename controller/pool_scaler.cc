@@ -263,6 +263,14 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
       }
     }
   }
+  if (a.mode == api::ScalingMode::kRecommend) {
+    // Recommending: the replicas are whoever set them; the target is the recommendation.
+    s.written = s.scale->replicas;
+  } else if (s.target != *s.written) {
+    // Applying again after recommending: the policy starts from the replicas as they are.
+    s.target = *s.written;
+    s.timer = {};
+  }
 
   const double now_s = Seconds(now);
   const autoscale::PolicyInput input = Measure(key, object, s, now);

@@ -252,6 +252,21 @@ TEST_F(PoolScalerTest, RecommendDecidesAndNeverWrites) {
   EXPECT_EQ(Scaler().Report(kKey)->desired_replicas, 8);
 }
 
+TEST_F(PoolScalerTest, ApplyingAfterRecommendingStartsFromTheReplicasAsTheyAre) {
+  Use(AutoscaledPool({{"mode", "Recommend"}}, {{"desiredReplicas", 2}}));
+  Ticks(7, 40);  // recommends 8
+  ASSERT_EQ(Scaler().Report(kKey)->desired_replicas, 8);
+  scales_.state.replicas = 5;  // someone scales meanwhile: not this pool's business yet
+  clock_.Advance(seconds(6));  // /scale is read again
+  Ticks(1, 40);
+  EXPECT_TRUE(events_.events.size() == 1);  // ScaleRecommended only: no ExternalChange
+  Use(AutoscaledPool({}, {{"desiredReplicas", 8}}));
+  Ticks(7, 40);  // from 5, up to 8 after a delay of its own
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{8});
+  EXPECT_EQ(events_.events.back().reason, "ScaledUp");
+  EXPECT_EQ(events_.events.back().message.rfind("scaled Deployment chat from 5 to 8", 0), 0U);
+}
+
 TEST_F(PoolScalerTest, UnknownLoadHoldsTheReplicas) {
   Use(AutoscaledPool({}, {{"desiredReplicas", 2}}));
   for (int i = 0; i < 40; ++i) {  // no worker ever scraped
