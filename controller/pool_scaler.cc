@@ -240,7 +240,9 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
         s.scale->replicas < *a.initial_replicas && a.mode == api::ScalingMode::kApply) {
       auto applied = Apply(key, pool, s, *a.initial_replicas,
                            "initialReplicas " + std::to_string(*a.initial_replicas));
+      if (!applied || !*applied) s.written.reset();  // not written: tried again next tick
       if (!applied) return applied.error();
+      if (!s.written) return again;
     }
   } else if (s.scale->replicas != *s.written && a.mode == api::ScalingMode::kApply) {
     // Someone else set the replicas: theirs stand, and this pool does not write for a while.
@@ -287,16 +289,6 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
             : autoscale::DelayTimer{.direction = d.replicas > before ? autoscale::Direction::kUp
                                                                      : autoscale::Direction::kDown,
                                     .since_seconds = now_s};
-  }
-  if (metrics_ != nullptr) {
-    const double age = s.timer.AgeSeconds(now_s);
-    metrics_->Observe(
-        pool.ns, pool.name,
-        {.desired = d.desired,
-         .target = d.replicas,
-         .current = input.current,
-         .delay_up_seconds = s.timer.direction == autoscale::Direction::kUp ? age : 0,
-         .delay_down_seconds = s.timer.direction == autoscale::Direction::kDown ? age : 0});
   }
   const bool recommend = a.mode == api::ScalingMode::kRecommend;
   ScalingReport report =
@@ -347,6 +339,16 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
         return applied.error();
       }
     }
+  }
+  if (metrics_ != nullptr) {
+    const double age = s.timer.AgeSeconds(now_s);
+    metrics_->Observe(
+        pool.ns, pool.name,
+        {.desired = d.desired,
+         .target = s.target,
+         .current = input.current,
+         .delay_up_seconds = s.timer.direction == autoscale::Direction::kUp ? age : 0,
+         .delay_down_seconds = s.timer.direction == autoscale::Direction::kDown ? age : 0});
   }
   SetReport(key, pool, s, std::move(report));
   return again;
