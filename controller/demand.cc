@@ -118,9 +118,8 @@ void DemandReporter::Stop() {
 }
 
 bool DemandReporter::Write(const std::string& key, const json& value) {
-  const auto slash = key.find('/');
-  auto patched = client_.Patch(kInferencePools, key.substr(0, slash), key.substr(slash + 1),
-                               kube::PatchType::kMerge,
+  const auto [ns, name] = SplitPoolKey(key);
+  auto patched = client_.Patch(kInferencePools, ns, name, kube::PatchType::kMerge,
                                {{"metadata", {{"annotations", {{annotation_, value}}}}}});
   if (!patched && !patched.error().IsNotFound()) {
     Log().Warn("reporting waiting picks failed",

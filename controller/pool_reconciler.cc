@@ -110,8 +110,10 @@ void PoolReconciler::Forget(const std::string& key) {
   if (options_.grid != nullptr) options_.grid->Forget(key);
   if (options_.exporters != nullptr) options_.exporters->Forget(key);
   if (!known) return;
-  const auto slash = key.find('/');
-  if (metrics_ != nullptr) metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
+  if (metrics_ != nullptr) {
+    const auto [ns, name] = SplitPoolKey(key);
+    metrics_->RemovePool(ns, name);
+  }
   PoolLog().Info("pool deleted", {{"pool", key}});
 }
 

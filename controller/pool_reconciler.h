@@ -30,12 +30,14 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "api/inference_pool.h"
 #include "common/clock.h"
 #include "controller/carbon/grid_intensities.h"
 #include "controller/exporter_pods.h"
+#include "controller/pool_key.h"
 #include "controller/pool_metrics.h"
 #include "controller/pool_status.h"
 #include "controller/scaling_report.h"

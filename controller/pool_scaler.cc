@@ -127,8 +127,8 @@ void PoolScaler::Untrack(const std::string& key, const api::InferencePool* pool)
   }
   demand_.Forget(key);
   if (metrics_ != nullptr) {
-    const auto slash = key.find('/');
-    metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
+    const auto [ns, name] = SplitPoolKey(key);
+    metrics_->RemovePool(ns, name);
   }
   if (had_report && pool != nullptr && options_.changed) options_.changed(key);
 }

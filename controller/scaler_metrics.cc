@@ -1,17 +1,12 @@
 #include "controller/scaler_metrics.h"
 
+#include "telemetry/metrics.h"
+
 namespace eoc::controller {
 namespace {
 
-prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& registry, const char* name,
-                                             const char* help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
-}
-
-prometheus::Family<prometheus::Counter>& Counter(prometheus::Registry& registry, const char* name,
-                                                 const char* help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
-}
+using telemetry::CounterFamily;
+using telemetry::GaugeFamily;
 
 constexpr const char* kUp = "up";
 constexpr const char* kDown = "down";
@@ -19,24 +14,28 @@ constexpr const char* kDown = "down";
 }  // namespace
 
 ScalerMetrics::ScalerMetrics(prometheus::Registry& registry)
-    : desired_(Gauge(registry, "eoc_autoscaler_desired_replicas",
-                     "The autoscaling policy's desired replicas on its last tick: ready workers "
-                     "times ongoing requests over their target (before factors, delays and "
-                     "bounds).")),
-      target_(
-          Gauge(registry, "eoc_autoscaler_target_replicas",
-                "The replicas the autoscaler last decided for the pool (status.desiredReplicas).")),
-      current_(Gauge(registry, "eoc_autoscaler_current_replicas",
-                     "The pool's ready workers, as the autoscaler's last tick counted them.")),
-      delay_(Gauge(registry, "eoc_autoscaler_delay_timer_seconds",
-                   "How long the autoscaler's decision has pointed the same way (up or down) "
-                   "without being applied yet; 0 when no timer runs.")),
-      decisions_(Counter(registry, "eoc_autoscaler_decisions_total",
-                         "New targets the autoscaler applied (or recommended), by direction.")),
-      holds_(Counter(registry, "eoc_autoscaler_holds_total",
-                     "Autoscaler ticks that held the target or did not write it, by reason "
-                     "(MetricsUnknown, MetricsPartial, ExternalChange, HorizontalPodAutoscaler, "
-                     "ScaleTargetUnavailable, ScaleFailed).")) {}
+    : desired_(
+          GaugeFamily(registry, "eoc_autoscaler_desired_replicas",
+                      "The autoscaling policy's desired replicas on its last tick: ready workers "
+                      "times ongoing requests over their target (before factors, delays and "
+                      "bounds).")),
+      target_(GaugeFamily(
+          registry, "eoc_autoscaler_target_replicas",
+          "The replicas the autoscaler last decided for the pool (status.desiredReplicas).")),
+      current_(
+          GaugeFamily(registry, "eoc_autoscaler_current_replicas",
+                      "The pool's ready workers, as the autoscaler's last tick counted them.")),
+      delay_(GaugeFamily(registry, "eoc_autoscaler_delay_timer_seconds",
+                         "How long the autoscaler's decision has pointed the same way (up or down) "
+                         "without being applied yet; 0 when no timer runs.")),
+      decisions_(
+          CounterFamily(registry, "eoc_autoscaler_decisions_total",
+                        "New targets the autoscaler applied (or recommended), by direction.")),
+      holds_(
+          CounterFamily(registry, "eoc_autoscaler_holds_total",
+                        "Autoscaler ticks that held the target or did not write it, by reason "
+                        "(MetricsUnknown, MetricsPartial, ExternalChange, HorizontalPodAutoscaler, "
+                        "ScaleTargetUnavailable, ScaleFailed).")) {}
 
 void ScalerMetrics::Observe(const std::string& ns, const std::string& pool, const Tick& tick) {
   desired_.Add({{"namespace", ns}, {"pool", pool}}).Set(tick.desired);

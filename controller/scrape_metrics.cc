@@ -2,52 +2,48 @@
 
 #include <utility>
 
+#include "controller/pool_key.h"
+#include "telemetry/metrics.h"
+
 namespace eoc::controller {
 namespace {
 
-// "ns/name" -> {"ns", "name"}.
-std::pair<std::string, std::string> Split(const std::string& key) {
-  const auto slash = key.find('/');
-  if (slash == std::string::npos) return {"", key};
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
 prometheus::Labels PoolLabels(const std::string& pool) {
-  auto [ns, name] = Split(pool);
+  auto [ns, name] = SplitPoolKey(pool);
   return {{"namespace", std::move(ns)}, {"pool", std::move(name)}};
-}
-
-prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& registry, const char* name,
-                                             const char* help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
 }
 
 }  // namespace
 
 ScrapeMetrics::ScrapeMetrics(prometheus::Registry& registry)
-    : busyness_(Gauge(registry, "eoc_worker_busyness",
-                      "A worker's scraped (running + waiting) / max concurrency (when unknown: / "
-                      "256, or its KV-cache use if higher): 0 idle, 1 and more saturated.")),
-      running_(Gauge(registry, "eoc_worker_running_requests",
-                     "Requests a worker's engine is running, as last scraped.")),
-      waiting_(Gauge(registry, "eoc_worker_waiting_requests",
-                     "Requests waiting in a worker's engine, as last scraped.")),
-      kv_cache_usage_(Gauge(registry, "eoc_worker_kv_cache_usage_ratio",
-                            "A worker's KV-cache use, 0 to 1, as last scraped.")),
-      tokens_per_second_(Gauge(registry, "eoc_worker_tokens_per_second",
-                               "Prompt plus generated tokens per second of a worker, over the "
-                               "interval between its last two scrapes.")),
-      watts_(Gauge(registry, "eoc_worker_watts",
-                   "A worker's power, from the energy exporter's series on its own page or on its "
-                   "node exporter's (source: DCGM, Kepler, Kepler 0.7): the joules counter's rate "
-                   "over the last interval, else the watts gauge.")),
-      marginal_(Gauge(registry, "eoc_worker_marginal_joules_per_token",
-                      "The joules one more token costs on a worker, as routing weighs it "
-                      "(estimate: measured, the slope of its watts over its token rate; profile, "
-                      "the spec's energy profile).")),
-      grams_(Gauge(registry, "eoc_worker_marginal_grams_co2e_per_token",
-                   "The grams CO2e one more token costs on a worker: its marginal joules per "
-                   "token times its zone's grid intensity (estimate: as the joules').")),
+    : busyness_(telemetry::GaugeFamily(
+          registry, "eoc_worker_busyness",
+          "A worker's scraped (running + waiting) / max concurrency (when unknown: / "
+          "256, or its KV-cache use if higher): 0 idle, 1 and more saturated.")),
+      running_(telemetry::GaugeFamily(registry, "eoc_worker_running_requests",
+                                      "Requests a worker's engine is running, as last scraped.")),
+      waiting_(telemetry::GaugeFamily(registry, "eoc_worker_waiting_requests",
+                                      "Requests waiting in a worker's engine, as last scraped.")),
+      kv_cache_usage_(telemetry::GaugeFamily(registry, "eoc_worker_kv_cache_usage_ratio",
+                                             "A worker's KV-cache use, 0 to 1, as last scraped.")),
+      tokens_per_second_(
+          telemetry::GaugeFamily(registry, "eoc_worker_tokens_per_second",
+                                 "Prompt plus generated tokens per second of a worker, over the "
+                                 "interval between its last two scrapes.")),
+      watts_(telemetry::GaugeFamily(
+          registry, "eoc_worker_watts",
+          "A worker's power, from the energy exporter's series on its own page or on its "
+          "node exporter's (source: DCGM, Kepler, Kepler 0.7): the joules counter's rate "
+          "over the last interval, else the watts gauge.")),
+      marginal_(telemetry::GaugeFamily(
+          registry, "eoc_worker_marginal_joules_per_token",
+          "The joules one more token costs on a worker, as routing weighs it "
+          "(estimate: measured, the slope of its watts over its token rate; profile, "
+          "the spec's energy profile).")),
+      grams_(telemetry::GaugeFamily(
+          registry, "eoc_worker_marginal_grams_co2e_per_token",
+          "The grams CO2e one more token costs on a worker: its marginal joules per "
+          "token times its zone's grid intensity (estimate: as the joules').")),
       scrapes_(prometheus::BuildCounter()
                    .Name("eoc_scrapes_total")
                    .Help("Scrapes of workers' metrics pages, by result (ok, deadline, "
@@ -101,7 +97,7 @@ void ScrapeMetrics::SetWorker(const std::string& pool, const std::string& pod,
   auto it = workers.find(pod);
   if (it == workers.end()) {
     auto labels = PoolLabels(pool);
-    labels.emplace("pod", Split(pod).second);
+    labels.emplace("pod", SplitPoolKey(pod).second);
     it = workers
              .emplace(pod, Worker{.busyness = &busyness_.Add(labels),
                                   .running = &running_.Add(labels),

@@ -13,6 +13,9 @@
 // (DESIGN.md, "Rules of the house").
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
@@ -22,6 +25,16 @@
 #include <vector>
 
 namespace eoc::telemetry {
+
+// A gauge or counter family named `name` with `help`, registered in `registry`.
+inline prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& registry,
+                                                          const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+inline prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& registry,
+                                                              const char* name, const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
 
 class Metrics {
  public:
