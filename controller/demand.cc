@@ -92,7 +92,7 @@ std::map<std::string, std::string> DemandAnnotations(const json& pool) {
 }
 
 DemandReporter::DemandReporter(kube::Client& client, routing::PoolDirectory& directory,
-                               std::string replica, const Clock& clock,
+                               const std::string& replica, const Clock& clock,
                                DemandReporterOptions options)
     : client_(client),
       directory_(directory),

@@ -56,8 +56,9 @@ struct DemandReporterOptions {
 // Every replica: writes its waiting picks per pool. Thread-safe.
 class DemandReporter {
  public:
-  DemandReporter(kube::Client& client, routing::PoolDirectory& directory, std::string replica,
-                 const Clock& clock, DemandReporterOptions options = {});
+  DemandReporter(kube::Client& client, routing::PoolDirectory& directory,
+                 const std::string& replica, const Clock& clock,
+                 DemandReporterOptions options = {});
   ~DemandReporter();  // Stop()s
   DemandReporter(const DemandReporter&) = delete;
   DemandReporter& operator=(const DemandReporter&) = delete;

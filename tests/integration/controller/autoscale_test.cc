@@ -251,7 +251,7 @@ TEST_F(AutoscaleReplicasTest, APickWaitingOnAFollowerBringsAnEmptyPoolBack) {
   const auto follower = StartFollower(metrics_port, pick_port);
   ASSERT_FALSE(HasFailure());
   // The follower has the pool (reconciled, in its routing directory).
-  const std::string workers = "eoc_pool_workers{namespace=\"" + ns_ + "\",pool=\"w\"}";
+  const std::string workers = R"(eoc_pool_workers{namespace=")" + ns_ + R"(",pool="w"})";
   ASSERT_TRUE(Eventually(
       [&] {
         return testing::Sample(testing::HttpGet(metrics_port, "/metrics").body, workers) == 0;
