@@ -149,21 +149,25 @@ std::shared_ptr<PoolScaler::State> PoolScaler::StateFor(const std::string& key,
   return slot;
 }
 
+// status.desiredReplicas: in Recommend mode the recommendation; otherwise what /scale was set to.
+std::optional<std::int32_t> PoolScaler::StatusReplicas(const api::InferencePool& pool,
+                                                       const State& s) {
+  if (pool.spec.autoscaling.mode == api::ScalingMode::kRecommend) return s.target;
+  return s.written;
+}
+
 void PoolScaler::ReportScale(const std::string& key, const api::InferencePool& pool, State& s) {
   const std::lock_guard lock(mu_);
   const auto it = reports_.find(key);
   if (!leading_ || it == reports_.end()) return;
-  it->second.desired_replicas =
-      pool.spec.autoscaling.mode == api::ScalingMode::kRecommend ? s.target : s.written;
+  it->second.desired_replicas = StatusReplicas(pool, s);
   it->second.last_scale_time = s.last_scale_time;
   if (s.report) s.report = it->second;
 }
 
 void PoolScaler::SetReport(const std::string& key, const api::InferencePool& pool, State& s,
                            ScalingReport report) {
-  // In Recommend mode the status carries the recommendation; otherwise what /scale was set to.
-  report.desired_replicas =
-      pool.spec.autoscaling.mode == api::ScalingMode::kRecommend ? s.target : s.written;
+  report.desired_replicas = StatusReplicas(pool, s);
   report.last_scale_time = s.last_scale_time;
   if (s.report == report) return;
   s.report = report;
@@ -367,8 +371,8 @@ autoscale::PolicyInput PoolScaler::Measure(const std::string& key, const PoolObj
     ready.reserve(members->workers.size());
     for (const routing::Worker& w : members->workers) {
       if (!w.draining) ready.push_back(w.pod);
+      pods.emplace(w.key, &w.pod);
     }
-    for (const routing::Worker& w : members->workers) pods.emplace(w.key, &w.pod);
   }
   std::size_t waiting = 0;
   if (options_.directory != nullptr) {

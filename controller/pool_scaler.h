@@ -111,6 +111,7 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
   // The report's desiredReplicas and lastScaleTime follow a write at once (before the status
   // patch), so that a status the reconciler writes meanwhile never carries the figures before it.
   void ReportScale(const std::string& key, const api::InferencePool& pool, State& s);
+  static std::optional<std::int32_t> StatusReplicas(const api::InferencePool& pool, const State& s);
   // One tick of a pool this replica scales, with its state.
   kube::Result<kube::ReconcileResult> Tick(const std::string& key, const PoolObject& object,
                                            State& s);
