@@ -13,10 +13,11 @@ namespace {
 
 using nlohmann::json;
 
-StringPairs Sorted(const std::map<std::string, std::string>& map, std::string_view keep_prefix) {
+StringPairs Sorted(const std::map<std::string, std::string>& map, std::string_view keep_prefix,
+                   std::string_view keep_key = {}) {
   StringPairs out;
   for (const auto& [k, v] : map) {
-    if (k.starts_with(keep_prefix)) out.emplace_back(k, v);
+    if (k.starts_with(keep_prefix) || (!keep_key.empty() && k == keep_key)) out.emplace_back(k, v);
   }
   out.shrink_to_fit();
   return out;
@@ -63,12 +64,41 @@ PodPhase PhaseOf(const std::string& phase) {
   return PodPhase::kUnknown;
 }
 
-bool IsReady(const json& status) {
+// An optional time field: absent is nullopt; present, it must be an RFC 3339 time.
+std::optional<std::chrono::system_clock::time_point> TimeOf(const json& object, const char* field,
+                                                            const char* path) {
+  const json* value = MemberOrNull(object, field);
+  if (value == nullptr || value->is_null()) return std::nullopt;
+  auto time =
+      value->is_string() ? ParseRfc3339(value->get_ref<const std::string&>()) : std::nullopt;
+  if (!time) throw MappingError(std::string(path) + ": not an RFC 3339 time");
+  return time;
+}
+
+// Sets view.ready and view.ready_since from the Ready condition.
+void ReadReady(const json& status, PodView& view) {
   const json* conditions = MemberOrNull(status, "conditions");
-  if (conditions == nullptr || !conditions->is_array()) return false;
-  return std::any_of(conditions->begin(), conditions->end(), [](const json& c) {
-    return StringOrEmpty(c, "type") == "Ready" && StringOrEmpty(c, "status") == "True";
-  });
+  if (conditions == nullptr || !conditions->is_array()) return;
+  for (const json& c : *conditions) {
+    if (StringOrEmpty(c, "type") != "Ready") continue;
+    view.ready = StringOrEmpty(c, "status") == "True";
+    view.ready_since =
+        TimeOf(c, "lastTransitionTime", "status.conditions[Ready].lastTransitionTime");
+    return;
+  }
+}
+
+std::int32_t MostRestarts(const json& status) {
+  const json* containers = MemberOrNull(status, "containerStatuses");
+  if (containers == nullptr || !containers->is_array()) return 0;
+  std::int32_t most = 0;
+  for (const json& c : *containers) {
+    const json* count = MemberOrNull(c, "restartCount");
+    if (count != nullptr && count->is_number_integer()) {
+      most = std::max(most, count->get<std::int32_t>());
+    }
+  }
+  return most;
 }
 
 }  // namespace
@@ -86,12 +116,15 @@ PodView ToPodView(const json& pod) {
   view.name = std::move(meta.name);
   view.uid = std::move(meta.uid);
   view.labels = Sorted(meta.labels, "");
-  view.annotations = Sorted(meta.annotations, kKeptAnnotationPrefix);
+  view.annotations = Sorted(meta.annotations, kKeptAnnotationPrefix, kDeletionCostAnnotation);
   if (meta.deletion_timestamp) {
     view.deletion_timestamp = ParseRfc3339(*meta.deletion_timestamp);
     if (!view.deletion_timestamp) {
       throw MappingError("metadata.deletionTimestamp: not an RFC 3339 time");
     }
+  }
+  if (const json* metadata = MemberOrNull(pod, "metadata"); metadata != nullptr) {
+    view.created = TimeOf(*metadata, "creationTimestamp", "metadata.creationTimestamp");
   }
   if (const json* spec = MemberOrNull(pod, "spec"); spec != nullptr) {
     view.node_name = StringOrEmpty(*spec, "nodeName");
@@ -100,7 +133,8 @@ PodView ToPodView(const json& pod) {
   if (const json* status = MemberOrNull(pod, "status"); status != nullptr) {
     view.pod_ip = StringOrEmpty(*status, "podIP");
     view.phase = PhaseOf(StringOrEmpty(*status, "phase"));
-    view.ready = IsReady(*status);
+    ReadReady(*status, view);
+    view.restarts = MostRestarts(*status);
   }
   return view;
 }

@@ -363,24 +363,31 @@ TEST(PodView, KeepsWhatTheOperatorReads) {
   const json pod = json::parse(R"({
     "metadata": {"name": "w-1", "namespace": "llm", "uid": "u1", "resourceVersion": "7",
       "labels": {"app": "vllm", "tier": "gpu"},
-      "annotations": {"eoc.dev/models": "llama-3-8b", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
-      "deletionTimestamp": "2026-11-30T10:00:00Z"},
+      "annotations": {"eoc.dev/models": "llama-3-8b", "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+        "controller.kubernetes.io/pod-deletion-cost": "-5"},
+      "creationTimestamp": "2026-11-30T09:00:00Z", "deletionTimestamp": "2026-11-30T10:00:00Z"},
     "spec": {"nodeName": "node-a", "containers": [
       {"name": "a", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "2"}}},
       {"name": "b", "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "1Gi"}}}]},
     "status": {"phase": "Running", "podIP": "10.0.0.7",
-      "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}})");
+      "conditions": [{"type": "PodScheduled", "status": "True"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-30T09:01:00Z"}],
+      "containerStatuses": [{"name": "a", "restartCount": 2}, {"name": "b", "restartCount": 5}]}})");
   const PodView v = ToPodView(pod);
   EXPECT_EQ(v.ns, "llm");
   EXPECT_EQ(v.name, "w-1");
   EXPECT_EQ(*Lookup(v.labels, "tier"), "gpu");
   EXPECT_EQ(Lookup(v.labels, "nope"), nullptr);
-  ASSERT_EQ(v.annotations.size(), 1U);
+  ASSERT_EQ(v.annotations.size(), 2U);  // the operator's own and the deletion cost
   EXPECT_EQ(*Lookup(v.annotations, "eoc.dev/models"), "llama-3-8b");
+  EXPECT_EQ(*Lookup(v.annotations, kDeletionCostAnnotation), "-5");
   EXPECT_EQ(v.node_name, "node-a");
   EXPECT_EQ(v.pod_ip, "10.0.0.7");
   EXPECT_EQ(v.phase, PodPhase::kRunning);
   EXPECT_TRUE(v.ready);
+  EXPECT_EQ(v.ready_since, ParseRfc3339("2026-11-30T09:01:00Z"));
+  EXPECT_EQ(v.created, ParseRfc3339("2026-11-30T09:00:00Z"));
+  EXPECT_EQ(v.restarts, 5);
   EXPECT_TRUE(v.terminating());
   EXPECT_EQ(v.deletion_timestamp, ParseRfc3339("2026-11-30T10:00:00Z"));
   EXPECT_THAT(v.extended_requests,
@@ -391,12 +398,20 @@ TEST(PodView, NotReadyWithoutATrueReadyCondition) {
   const PodView v = ToPodView(json::parse(R"({"metadata": {"name": "p"},
       "status": {"conditions": [{"type": "Ready", "status": "False"}]}})"));
   EXPECT_FALSE(v.ready);
+  EXPECT_FALSE(v.ready_since.has_value());
+  EXPECT_FALSE(v.created.has_value());
+  EXPECT_EQ(v.restarts, 0);
   EXPECT_FALSE(v.terminating());
   EXPECT_EQ(v.phase, PodPhase::kUnknown);
   EXPECT_THROW(ToPodView(json::parse(R"({"metadata": {}})")), MappingError);
   EXPECT_THROW(
       ToPodView(json::parse(R"({"metadata": {"name": "p", "deletionTimestamp": "soon"}})")),
       MappingError);
+  EXPECT_THROW(ToPodView(json::parse(R"({"metadata": {"name": "p", "creationTimestamp": 7}})")),
+               MappingError);
+  EXPECT_THROW(ToPodView(json::parse(R"({"metadata": {"name": "p"}, "status": {"conditions":
+      [{"type": "Ready", "status": "True", "lastTransitionTime": "later"}]}})")),
+               MappingError);
 }
 
 }  // namespace
