@@ -54,6 +54,8 @@ std::vector<DefaultRow> MakeTable() {
       {"autoscaling.upscalingFactor", Decimal(kUpscalingFactor), true, ""},
       {"autoscaling.downscalingFactor", Decimal(kDownscalingFactor), true, ""},
       {"autoscaling.lookBackPeriodSeconds", Number(kLookBackPeriodSeconds), true, ""},
+      {"autoscaling.drainTimeoutSeconds", Number(kDrainTimeoutSeconds), true,
+       "how long a scale-in waits for the drained workers' requests"},
       {"autoscaling.mode", Text(EnumToString(kScalingMode, internal::kScalingModeNames)), true,
        Code("Recommend") + " decides and reports without writing " + Code("/scale")},
       {"routing.strategy", Text(EnumToString(kStrategy, internal::kStrategyNames)), true,
@@ -122,6 +124,7 @@ InferencePoolSpec DefaultSpec() {
                       .upscaling_factor = kUpscalingFactor,
                       .downscaling_factor = kDownscalingFactor,
                       .look_back_period_seconds = kLookBackPeriodSeconds,
+                      .drain_timeout_seconds = kDrainTimeoutSeconds,
                       .mode = kScalingMode};
   spec.routing = {
       .strategy = kStrategy,

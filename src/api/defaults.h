@@ -35,6 +35,7 @@ inline constexpr double kDownscaleDelaySeconds = 600;
 inline constexpr double kUpscalingFactor = 1.0;
 inline constexpr double kDownscalingFactor = 1.0;
 inline constexpr double kLookBackPeriodSeconds = 30;
+inline constexpr double kDrainTimeoutSeconds = 120;
 inline constexpr ScalingMode kScalingMode = ScalingMode::kApply;
 inline constexpr Strategy kStrategy = Strategy::kJouleWeighted;
 inline constexpr bool kSessionAffinityEnabled = true;

@@ -99,6 +99,8 @@ struct AutoscalingSpec {
   double upscaling_factor = 0;
   double downscaling_factor = 0;
   double look_back_period_seconds = 0;
+  // How long a scale-in waits for the workers it drains to finish their requests.
+  double drain_timeout_seconds = 0;
   ScalingMode mode = ScalingMode::kApply;
 };
 

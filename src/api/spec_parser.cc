@@ -81,6 +81,7 @@ void ParseAutoscaling(const ObjectReader& a, AutoscalingSpec& out, GivenFields& 
   a.Number("upscalingFactor", out.upscaling_factor, rules::kFactor);
   a.Number("downscalingFactor", out.downscaling_factor, rules::kFactor);
   a.Number("lookBackPeriodSeconds", out.look_back_period_seconds, rules::kLookBackPeriodSeconds);
+  a.Number("drainTimeoutSeconds", out.drain_timeout_seconds, rules::kDrainTimeoutSeconds);
   a.Enum("mode", out.mode, kScalingModeNames);
 }
 

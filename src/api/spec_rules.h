@@ -53,6 +53,7 @@ inline constexpr IntRange kInitialReplicas{.min = 0};
 inline constexpr NumberRange kTargetOngoingRequests{.min = 0, .exclusive_min = true, .max = 1e6};
 inline constexpr NumberRange kDelaySeconds{.min = 0, .max = 604800};  // a week
 inline constexpr NumberRange kLookBackPeriodSeconds{.min = 0, .exclusive_min = true, .max = 604800};
+inline constexpr NumberRange kDrainTimeoutSeconds{.min = 0, .max = 86400};  // a day
 inline constexpr NumberRange kFactor{.min = 0, .exclusive_min = true, .max = 100};
 
 inline constexpr StringRule kHeader{

@@ -136,6 +136,8 @@ void CheckAutoscaling(const AutoscalingSpec& a, const Checker& check) {
   check.Number("spec.autoscaling.downscalingFactor", a.downscaling_factor, rules::kFactor);
   check.Number("spec.autoscaling.lookBackPeriodSeconds", a.look_back_period_seconds,
                rules::kLookBackPeriodSeconds);
+  check.Number("spec.autoscaling.drainTimeoutSeconds", a.drain_timeout_seconds,
+               rules::kDrainTimeoutSeconds);
 }
 
 void CheckRouting(const RoutingSpec& r, const Checker& check) {

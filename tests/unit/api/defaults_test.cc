@@ -44,7 +44,7 @@ json Dump(const InferencePoolSpec& s) {
        {a.enabled, a.min_replicas, a.max_replicas.value_or(-1), a.initial_replicas.value_or(-1),
         a.target_ongoing_requests, a.upscale_delay_seconds, a.downscale_delay_seconds,
         a.downscale_to_zero_delay_seconds, a.upscaling_factor, a.downscaling_factor,
-        a.look_back_period_seconds, ToString(a.mode)}},
+        a.look_back_period_seconds, a.drain_timeout_seconds, ToString(a.mode)}},
       {"routing",
        {StrategyName(r.strategy), r.session_affinity.enabled, r.session_affinity.header,
         r.session_affinity.ttl_seconds, r.session_affinity.max_sessions, r.prefix_affinity.enabled,
@@ -94,6 +94,7 @@ TEST(Defaults, AMinimalSpecGetsEveryDefault) {
   EXPECT_EQ(s.autoscaling.upscaling_factor, 1.0);
   EXPECT_EQ(s.autoscaling.downscaling_factor, 1.0);
   EXPECT_EQ(s.autoscaling.look_back_period_seconds, 30);
+  EXPECT_EQ(s.autoscaling.drain_timeout_seconds, 120);
   EXPECT_EQ(s.autoscaling.mode, ScalingMode::kApply);
   EXPECT_EQ(s.routing.strategy, Strategy::kJouleWeighted);
   EXPECT_TRUE(s.routing.session_affinity.enabled);
@@ -141,7 +142,7 @@ TEST(Defaults, SettingAConstantToItsDefaultChangesNothing) {
     object[json::json_pointer(pointer)] = testing::YamlToJson(YAML::Load(row.value));
     EXPECT_EQ(Dump(ParseSpecOk(object)), defaulted) << row.field << " = " << row.value;
   }
-  EXPECT_EQ(constants, 32);
+  EXPECT_EQ(constants, 33);
 }
 
 TEST(Defaults, MetricsPortFollowsTargetPortUnlessGiven) {

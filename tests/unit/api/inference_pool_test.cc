@@ -167,6 +167,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.autoscaling.downscalingFactor", "must be greater than 0, got -0.5"},
         BadSpec{R"({"autoscaling": {"lookBackPeriodSeconds": 0}})",
                 "spec.autoscaling.lookBackPeriodSeconds", "must be greater than 0"},
+        BadSpec{R"({"autoscaling": {"drainTimeoutSeconds": -1}})",
+                "spec.autoscaling.drainTimeoutSeconds", "must be at least 0"},
         BadSpec{R"({"autoscaling": {"mode": "apply"}})", "spec.autoscaling.mode",
                 "must be one of Apply, Recommend, got \"apply\""},
         BadSpec{R"({"routing": {"strategy": "Fastest"}})", "spec.routing.strategy",
@@ -418,7 +420,7 @@ TEST(ParseInferencePool, AFullSpec) {
                     "targetOngoingRequests": 24.5, "upscaleDelaySeconds": 10,
                     "downscaleDelaySeconds": 300, "downscaleToZeroDelaySeconds": 1800,
                     "upscalingFactor": 2, "downscalingFactor": 0.5,
-                    "lookBackPeriodSeconds": 60, "mode": "Recommend"},
+                    "lookBackPeriodSeconds": 60, "drainTimeoutSeconds": 30, "mode": "Recommend"},
     "routing": {"strategy": "LeastBusy",
                 "sessionAffinity": {"enabled": false, "header": "X-Chat-Id", "ttlSeconds": 60,
                                     "maxSessions": 5000},
@@ -461,6 +463,7 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_EQ(s.autoscaling.upscaling_factor, 2);
   EXPECT_EQ(s.autoscaling.downscaling_factor, 0.5);
   EXPECT_EQ(s.autoscaling.look_back_period_seconds, 60);
+  EXPECT_EQ(s.autoscaling.drain_timeout_seconds, 30);
   EXPECT_EQ(s.autoscaling.mode, ScalingMode::kRecommend);
   EXPECT_EQ(s.routing.strategy, Strategy::kLeastBusy);
   EXPECT_FALSE(s.routing.session_affinity.enabled);
