@@ -286,7 +286,8 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     const SessionHash session = *request.session;
     if (const auto bound = sessions->Lookup(session, now)) {
       const auto i = snap.IndexOf(*bound);
-      if (i && snap.Serves(*i, request.model)) {
+      // A draining worker's sessions are placed again (it is about to go).
+      if (i && snap.Serves(*i, request.model) && !snap.worker(*i).draining) {
         if (reserve(*i)) return picked(*i, PickReason::kSession);
         overflow = true;  // momentarily full: elsewhere for this turn; the binding stays
       }

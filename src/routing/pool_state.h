@@ -21,8 +21,9 @@
 //   1. session     A request with a session id that is bound to a worker of the snapshot returns
 //                  there (reason `session`) if the worker has room; if it has none, the request
 //                  goes where step 3 says for this turn only (`session-overflow`) and the binding
-//                  stays. A session that is not bound, or whose worker left the pool (or does not
-//                  serve the request's model), is placed by the consistent-hash table
+//                  stays. A session that is not bound, or whose worker left the pool, is
+//                  draining (the autoscaler is removing it) or does not serve the request's
+//                  model, is placed by the consistent-hash table
 //                  (PoolSnapshot::PlaceSession: the first worker with room in its preference
 //                  order, draining workers skipped) and bound there (`session`).
 //   2. prefix      A request with prefix block hashes goes to the worker holding the longest

@@ -78,7 +78,7 @@ struct Worker {
   Capability capability;
   EnergyProfile profile;
   std::int32_t weight = 0;  // published, 0-1000; 0: takes no new work
-  bool draining = false;    // takes no new work; its bound sessions may still reach it
+  bool draining = false;    // takes no new work; its sessions are placed elsewhere
 
   bool operator==(const Worker&) const = default;
 };
