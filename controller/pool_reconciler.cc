@@ -35,6 +35,14 @@ std::chrono::seconds MetricsInterval(const api::InferencePoolSpec& spec) {
   return std::chrono::seconds(std::max(1, spec.metrics.interval_seconds));
 }
 
+// Marks the workers whose pods (names, sorted) are in `draining`.
+void MarkDraining(std::vector<routing::Worker>& workers, const std::vector<std::string>& draining) {
+  if (draining.empty()) return;
+  for (routing::Worker& w : workers) {
+    w.draining = std::binary_search(draining.begin(), draining.end(), PodName(w));
+  }
+}
+
 }  // namespace
 
 kube::ObjectReference PoolReference(const api::InferencePool& pool) {
@@ -172,7 +180,10 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
     const auto summary = options_.scrape->Summary(key);
     if (summary && (summary->scrapes > 0 || summary->total == 0)) inputs.scrapes = summary;
   }
-  auto result = Publish(*object, Weigh(key, pool, workers->workers, grid.intensity), inputs);
+  std::vector<routing::Worker> weighed = Weigh(key, pool, workers->workers, grid.intensity);
+  // The workers a scale-in drains are published as draining: no new work, their sessions move.
+  if (inputs.scaling) MarkDraining(weighed, inputs.scaling->draining);
+  auto result = Publish(*object, weighed, inputs);
   if (!result || workers->workers.empty() || !kube::MayWrite(options_.fence)) return result;
   // Weights follow the loads: weigh again after the next scrape round at the latest (not once
   // the Lease is lost: a leader again reconciles every pool).

@@ -137,8 +137,9 @@ struct PoolReconcilerOptions {
   // the reconciler.
   ExporterSource* exporters = nullptr;
   // The autoscaler (every replica: the pools to scale are tracked on each reconcile; leader: its
-  // report is the status's ScalingActive, desiredReplicas and lastScaleTime). Null: none (the
-  // condition then says the autoscaler is not running). Must outlive the reconciler.
+  // report is the status's ScalingActive, desiredReplicas and lastScaleTime, and the workers a
+  // scale-in drains are published as draining). Null: none (the condition then says the
+  // autoscaler is not running). Must outlive the reconciler.
   ScalingSource* scaling = nullptr;
 };
 

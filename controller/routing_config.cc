@@ -94,12 +94,13 @@ void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::Inference
   const auto published = PublishedWorkers(workers);
   std::vector<routing::Worker> listed(published.begin(), published.end());
   if (table) {
-    std::unordered_map<std::string_view, std::int32_t> weights;
-    weights.reserve(table->workers.size());
-    for (const api::RoutingWorker& w : table->workers) weights.emplace(w.pod, w.weight);
+    std::unordered_map<std::string_view, const api::RoutingWorker*> published_as;
+    published_as.reserve(table->workers.size());
+    for (const api::RoutingWorker& w : table->workers) published_as.emplace(w.pod, &w);
     for (routing::Worker& w : listed) {
-      const auto it = weights.find(PodName(w));
-      w.weight = it == weights.end() ? 0 : it->second;
+      const auto it = published_as.find(PodName(w));
+      w.weight = it == published_as.end() ? 0 : it->second->weight;
+      w.draining = it != published_as.end() && it->second->draining;
     }
   } else {
     for (routing::Worker& w : listed) w.weight = routing::kMaxWeight;

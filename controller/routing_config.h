@@ -51,9 +51,10 @@ routing::PublishDecision DecideTablePublish(const api::InferencePool& pool,
 // what survives), and gives it a new snapshot when its workers, their weights, the strategy or
 // the generation changed. Membership is this replica's own and immediate: the snapshot holds the
 // workers the table lists (PublishedWorkers of `workers`), whatever the published table says.
-// Weights come from the published table (status.routing), so every replica places new sessions
-// alike: a worker the table lists has its published weight; one it does not list yet has weight
-// 0 (it takes no new placement until the leader lists it, within a second); a worker the table
+// Weights and draining come from the published table (status.routing), so every replica places
+// new sessions alike: a worker the table lists has its published weight and draining flag; one it
+// does not list yet has weight 0 (it takes no new placement until the leader lists it, within a
+// second); a worker the table
 // lists that is not among `workers` is absent. Before the first publication (no status.routing)
 // the pool has no snapshot: its picks answer kNotPublished (503). (Should status.routing vanish
 // later, the pool keeps a snapshot of its workers, each weighing routing::kMaxWeight, until the

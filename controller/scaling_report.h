@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/inference_pool.h"
 
@@ -17,6 +18,10 @@ namespace reasons {
 inline constexpr const char* kActive = "Active";                  // True: deciding and applying
 inline constexpr const char* kRecommending = "Recommending";      // True: mode Recommend
 inline constexpr const char* kMetricsPartial = "MetricsPartial";  // True: not scaling down
+inline constexpr const char* kDraining = "Draining";  // True: a scale-in waits for its workers
+// True: scaling, but the target's kind removes pods the autoscaler cannot predict, so a scale-in
+// does not drain.
+inline constexpr const char* kNoDrain = "NoDrain";
 inline constexpr const char* kMetricsUnknown = "MetricsUnknown";  // False: holding
 inline constexpr const char* kExternalChange = "ExternalChange";  // False: adopted, not writing
 inline constexpr const char* kHorizontalPodAutoscaler = "HorizontalPodAutoscaler";  // False
@@ -32,6 +37,8 @@ struct ScalingReport {
   // status.desiredReplicas and status.lastScaleTime; unset and "" leave the status's own.
   std::optional<std::int32_t> desired_replicas;
   std::string last_scale_time;
+  // The pods (names, sorted) a scale-in drains: published as draining until they are gone.
+  std::vector<std::string> draining;
 
   bool operator==(const ScalingReport&) const = default;
 };

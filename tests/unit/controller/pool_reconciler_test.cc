@@ -323,5 +323,50 @@ TEST_F(PoolReconcilerTest, EachWorkerIsScrapedWithItsNodesExporter) {
   EXPECT_EQ(exporters.forgotten, std::vector<std::string>{kKey});
 }
 
+// The autoscaler's report, fixed.
+class FixedScaling final : public ScalingSource {
+ public:
+  void Track(const std::string& /*pool_key*/) override {}
+  std::optional<ScalingReport> Report(const std::string& /*pool_key*/) const override {
+    return report;
+  }
+  ScalingReport report;
+};
+
+TEST(PoolReconcilerScalingTest, TheWorkersAScaleInDrainsArePublishedAsDraining) {
+  ManualClock clock;
+  FakeStore store;
+  FakeClient client;
+  FakeEvents events;
+  FixedScaling scaling;
+  scaling.report = {.condition = {.type = "ScalingActive",
+                                  .status = "True",
+                                  .reason = "Draining",
+                                  .message = "draining chat-b"},
+                    .draining = {"chat-b"}};
+  PoolReconciler reconciler(store, client, events, {.scaling = &scaling}, clock, nullptr);
+  reconciler.SetLeading(true);
+  json pool = PoolJson("7");
+  pool["spec"]["scaleTargetRef"] = {
+      {"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "chat"}};
+  pool["spec"]["autoscaling"] = {{"maxReplicas", 4}};
+  store.PutPool(pool);
+  store.AddPod(Pod("chat-a", "10.0.0.1"));
+  store.AddPod(Pod("chat-b", "10.0.0.2"));
+  ASSERT_TRUE(reconciler.Reconcile(kKey));
+  ASSERT_FALSE(client.writes.empty());
+  const api::InferencePoolStatus status = api::ParseStatus(client.writes.back().at("status"));
+  ASSERT_TRUE(status.routing.has_value());
+  ASSERT_EQ(status.routing->workers.size(), 2U);
+  EXPECT_EQ(status.routing->workers[0].pod, "chat-a");
+  EXPECT_FALSE(status.routing->workers[0].draining);
+  EXPECT_EQ(status.routing->workers[1].pod, "chat-b");
+  EXPECT_TRUE(status.routing->workers[1].draining);
+  const api::Condition* scaling_active =
+      api::FindCondition(status.conditions, api::kConditionScalingActive);
+  ASSERT_NE(scaling_active, nullptr);
+  EXPECT_EQ(scaling_active->reason, "Draining");
+}
+
 }  // namespace
 }  // namespace eoc::controller

@@ -150,17 +150,21 @@ TEST_F(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
   EXPECT_EQ(state_->snapshot()->size(), api::kMaxRoutingTableWorkers);
 }
 
-TEST_F(UpdatePoolDirectoryTest, WeightsComeFromThePublishedTable) {
+TEST_F(UpdatePoolDirectoryTest, WeightsAndDrainingComeFromThePublishedTable) {
   EXPECT_EQ(state_->snapshot()->worker(0).weight, routing::kMaxWeight);  // as first published
   api::RoutingTable table = BuildRoutingTable(pool_.spec, workers_, std::nullopt);
-  table.workers[1].weight = 250;  // b, as the leader weighed it
+  table.workers[1].weight = 250;     // b, as the leader weighed it
+  table.workers[0].draining = true;  // a, drained by the autoscaler's scale-in
   table.workers.push_back({.pod = "z", .address = "z:8000", .weight = 900});  // not seen here
   pool_.status.routing = table;
   UpdatePoolDirectory(directory_, pool_, {W("a"), W("b"), W("c")}, kNow);
   const auto snapshot = state_->snapshot();
   ASSERT_EQ(snapshot->size(), 3U);  // z absent: membership is local
   EXPECT_EQ(snapshot->worker(0).weight, 1000);
+  EXPECT_TRUE(snapshot->worker(0).draining);
+  EXPECT_FALSE(snapshot->TakesNewWork(0));
   EXPECT_EQ(snapshot->worker(1).weight, 250);
+  EXPECT_FALSE(snapshot->worker(1).draining);
   EXPECT_EQ(PodName(snapshot->worker(2)), "c");
   EXPECT_EQ(snapshot->worker(2).weight, 0);  // takes no new placement until listed
   EXPECT_FALSE(snapshot->TakesNewWork(2));
