@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 
 #include "cli/kube_flags.h"
 #include "common/stop_signals.h"
@@ -64,6 +65,7 @@ struct Flags {
   int pick_idle_timeout_seconds = 60;
   std::size_t max_sessions_total = 4'000'000;
   int autoscaler_tick_ms = 1000;
+  std::string pod_deletion_cost = "auto";
 };
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
@@ -132,7 +134,11 @@ int Run(const Flags& flags) {
        .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
                   .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)},
        .scales = &scale_client,
-       .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms), .replica = replica},
+       .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms),
+                  .replica = replica,
+                  .deletion_cost = flags.pod_deletion_cost == "auto"
+                                       ? std::nullopt
+                                       : std::optional<bool>(flags.pod_deletion_cost == "always")},
        .scaler_metrics = &scaler_metrics},
       eoc::RealClock(), &kube_metrics, &pool_metrics);
   readiness.Add("inferencepools-synced", [&pools] { return pools.PoolsSynced(); });
@@ -322,6 +328,14 @@ int main(int argc, char** argv) {
                  "milliseconds between two runs of each pool's autoscaling policy (Ray Serve's "
                  "control loop runs every 100)")
       ->check(CLI::Range(10, 60'000))
+      ->capture_default_str();
+  app.add_option(
+         "--pod-deletion-cost", f.pod_deletion_cost,
+         "whether a Deployment's scale-in pins the pods it drains with "
+         "controller.kubernetes.io/pod-deletion-cost: auto (when the API server is 1.22 or "
+         "later), always, or never (then it drains the pods the ReplicaSet controller's own "
+         "ranking removes)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

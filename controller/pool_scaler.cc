@@ -1,13 +1,12 @@
 #include "controller/pool_scaler.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <unordered_map>
 #include <utility>
 
 #include "common/rfc3339.h"
+#include "controller/pool_scaler_state.h"
 #include "telemetry/logging.h"
 
 namespace eoc::controller {
@@ -29,38 +28,7 @@ autoscale::PolicyConfig PolicyOf(const api::AutoscalingSpec& a) {
           .downscaling_factor = a.downscaling_factor};
 }
 
-std::string TargetName(const api::ScaleTargetRef& ref) { return ref.kind + " " + ref.name; }
-
-std::string Number(double x) {
-  std::array<char, 32> buf{};
-  std::snprintf(buf.data(), buf.size(), "%.4g", x);
-  return buf.data();
-}
-
-ScalingReport MakeReport(const char* status, const char* reason, std::string message) {
-  return {.condition = {.type = std::string(api::kConditionScalingActive),
-                        .status = status,
-                        .reason = reason,
-                        .message = std::move(message)}};
-}
-
 }  // namespace
-
-// What the leader keeps of one pool between ticks.
-struct PoolScaler::State {
-  autoscale::DelayTimer timer;
-  std::optional<autoscale::OngoingWindow> window;
-  std::int32_t target = 0;
-  // The replicas this pool last wrote to /scale (status.desiredReplicas); nullopt until known.
-  std::optional<std::int32_t> written;
-  std::string last_scale_time;  // "" when this pool never scaled its target
-  std::optional<ScaleState> scale;
-  Clock::TimePoint scale_read_at{};
-  std::optional<Clock::TimePoint> hpa_checked_at;
-  std::vector<std::string> hpas;
-  Clock::TimePoint writes_held_until{};
-  std::optional<ScalingReport> report;
-};
 
 PoolScaler::PoolScaler(const PoolStore& store, MembersLookup members, ScaleClient& scales,
                        kube::EventSink& events, PoolScalerOptions options, const Clock& clock,
@@ -251,6 +219,7 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
   } else if (s.scale->replicas != *s.written && a.mode == api::ScalingMode::kApply) {
     // Someone else set the replicas: theirs stand, and this pool does not write for a while.
     const std::int32_t theirs = s.scale->replicas;
+    CancelDrain(pool, s, "someone else set the replicas to " + std::to_string(theirs));
     events_.Record(PoolReference(pool), kube::EventType::kNormal, reasons::kExternalChange,
                    TargetName(ref) + " was set to " + std::to_string(theirs) +
                        " replicas by someone else (this pool last wrote " +
@@ -271,7 +240,10 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
   }
   if (a.mode == api::ScalingMode::kRecommend) {
     // Recommending: the replicas are whoever set them; the target is the recommendation.
+    CancelDrain(pool, s, "the pool only recommends now");
     s.written = s.scale->replicas;
+  } else if (s.drain) {
+    FollowWrittenDrain(pool, s, now);  // a pending drain's target is below /scale's replicas
   } else if (s.target != *s.written) {
     // Applying again after recommending: the policy starts from the replicas as they are.
     s.target = *s.written;
@@ -295,12 +267,19 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
                                     .since_seconds = now_s};
   }
   const bool recommend = a.mode == api::ScalingMode::kRecommend;
+  const bool drains = ScaleInOrderFor(ref.kind, 0) != ScaleInOrder::kNone;
+  const char* const active = recommend ? reasons::kRecommending
+                             : drains  ? reasons::kActive
+                                       : reasons::kNoDrain;
   ScalingReport report =
-      MakeReport("True", recommend ? reasons::kRecommending : reasons::kActive,
+      MakeReport("True", active,
                  std::string(recommend ? "deciding without writing /scale: " : "scaling ") +
                      TargetName(ref) + " between " + std::to_string(a.min_replicas) + " and " +
                      std::to_string(a.max_replicas.value_or(a.min_replicas)) + " replicas, " +
-                     Number(a.target_ongoing_requests) + " ongoing requests each");
+                     Number(a.target_ongoing_requests) + " ongoing requests each" +
+                     (drains ? ""
+                             : "; its scale-in does not drain (which pods a " + ref.kind +
+                                   " removes is not known)"));
   if (d.step == autoscale::Step::kMetricsUnknown) {
     held(reasons::kMetricsUnknown);
     report = MakeReport("False", reasons::kMetricsUnknown,
@@ -316,11 +295,14 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
                             "'s replicas were changed by someone else and adopted; "
                             "no writes until the downscale delay has passed");
   }
-  if (d.replicas != before) {
-    const std::string why = Number(input.total.value_or(0)) + " ongoing requests over " +
-                            std::to_string(input.current) + " ready workers, " +
-                            Number(a.target_ongoing_requests) + " each (desired " +
-                            Number(d.desired) + ")";
+  const std::string why = Number(input.total.value_or(0)) + " ongoing requests over " +
+                          std::to_string(input.current) + " ready workers, " +
+                          Number(a.target_ongoing_requests) + " each (desired " +
+                          Number(d.desired) + ")";
+  kube::Result<bool> applied = false;
+  if (!recommend && !held_for_change && (d.replicas < *s.written || s.drain)) {
+    applied = ScaleIn(key, object, s, d.replicas, why, now, report);
+  } else if (d.replicas != before) {
     if (recommend) {
       s.target = d.replicas;
       events_.Record(PoolReference(pool), kube::EventType::kNormal, "ScaleRecommended",
@@ -333,16 +315,16 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
     } else if (held_for_change) {
       held(reasons::kExternalChange);
     } else {
-      auto applied = Apply(key, pool, s, d.replicas, why);
-      if (!applied) {
-        held(reasons::kScaleFailed);
-        SetReport(key, pool, s,
-                  MakeReport("False", reasons::kScaleFailed,
-                             "writing the /scale of " + TargetName(ref) + ": " +
-                                 applied.error().ToString()));
-        return applied.error();
-      }
+      applied = Apply(key, pool, s, d.replicas, why);
     }
+  }
+  if (!applied) {
+    held(reasons::kScaleFailed);
+    SetReport(
+        key, pool, s,
+        MakeReport("False", reasons::kScaleFailed,
+                   "writing the /scale of " + TargetName(ref) + ": " + applied.error().ToString()));
+    return applied.error();
   }
   if (metrics_ != nullptr) {
     const double age = s.timer.AgeSeconds(now_s);
@@ -354,6 +336,7 @@ kube::Result<kube::ReconcileResult> PoolScaler::Tick(const std::string& key,
          .delay_up_seconds = s.timer.direction == autoscale::Direction::kUp ? age : 0,
          .delay_down_seconds = s.timer.direction == autoscale::Direction::kDown ? age : 0});
   }
+  if (s.drain) report.draining = s.drain->pods;
   SetReport(key, pool, s, std::move(report));
   return again;
 }
@@ -370,7 +353,8 @@ autoscale::PolicyInput PoolScaler::Measure(const std::string& key, const PoolObj
   if (members) {
     ready.reserve(members->workers.size());
     for (const routing::Worker& w : members->workers) {
-      if (!w.draining) ready.push_back(w.pod);
+      // The workers a scale-in drains no longer count, as Ray counts only running replicas.
+      if (!s.drain || !s.drain->Has(PodName(w))) ready.push_back(w.pod);
       pods.emplace(w.key, &w.pod);
     }
   }

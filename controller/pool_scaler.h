@@ -26,6 +26,15 @@
 //   - mode Recommend decides, reports (status, Events, metrics) and never writes /scale.
 // A new leader's delay timers start from nothing: it never applies a decision its predecessor's
 // timer was counting towards before a full delay of its own.
+//
+// Scale-in drains (scale_in.h): a decision below /scale's replicas first marks the pods the
+// workload will remove as draining (the report's `draining`, which the reconciler publishes in the
+// routing table: no new work, their sessions move), pinning them with the deletion cost where it
+// is honoured; /scale is written once their scraped running and waiting requests are zero (seen
+// at least a scrape interval after the drain began, with no pick of this replica since), or after
+// autoscaling.drainTimeoutSeconds. A next decision that no longer shrinks cancels the drain (and
+// unpins); one that shrinks less drains fewer. Kinds whose scale-in cannot be predicted are
+// written at once, and ScalingActive says NoDrain.
 #pragma once
 
 #include <chrono>
@@ -44,6 +53,7 @@
 #include "controller/demand.h"
 #include "controller/pool_reconciler.h"
 #include "controller/scale_client.h"
+#include "controller/scale_in.h"
 #include "controller/scaler_metrics.h"
 #include "controller/scaling_report.h"
 #include "kube/controller.h"
@@ -52,6 +62,8 @@
 #include "routing/pool_directory.h"
 
 namespace eoc::controller {
+
+struct Drain;
 
 struct PoolScalerOptions {
   // The control loop's tick: how often each pool's policy runs (--autoscaler-tick-ms).
@@ -71,6 +83,11 @@ struct PoolScalerOptions {
   // This replica's name in the pools' demand annotations (demand.h), whose reports are left out
   // (its own queue is counted directly).
   std::string replica;
+  // Whether a Deployment's scale-in pins the pods it drains with
+  // controller.kubernetes.io/pod-deletion-cost (scale_in.h, kDeletionCost) rather than predicting
+  // the ReplicaSet controller's own ranking: nullopt decides by the server's version (1.22 and
+  // later honour the cost); true or false forces it (--pod-deletion-cost).
+  std::optional<bool> deletion_cost;
 };
 
 // A pool's current workers (the reconciler's membership), nullptr while unknown.
@@ -121,6 +138,33 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
   // Writes `replicas` to /scale and, once written, the status; an Event says why.
   kube::Result<bool> Apply(const std::string& key, const api::InferencePool& pool, State& s,
                            std::int32_t replicas, const std::string& why);
+
+  // The scale-in half (pool_scaler_drain.cc). Applies a decision of `replicas` (below /scale's, or
+  // while a drain runs) through a drain; sets `report` while one is pending. Whether /scale was
+  // written.
+  kube::Result<bool> ScaleIn(const std::string& key, const PoolObject& object, State& s,
+                             std::int32_t replicas, const std::string& why, Clock::TimePoint now,
+                             ScalingReport& report);
+  // A drain whose /scale is written ends once the workload has removed its pods.
+  void FollowWrittenDrain(const api::InferencePool& pool, State& s, Clock::TimePoint now);
+  // Ends a pending drain that no longer applies: unpins its pods, an Event says why.
+  void CancelDrain(const api::InferencePool& pool, State& s, const std::string& why);
+  // Chooses the pods to drain for `replicas` and pins them; keeps the start of a drain re-planned.
+  void PlanDrain(const std::string& key, const api::InferencePool& pool, State& s,
+                 ScaleInOrder order, std::int32_t replicas, Clock::TimePoint now);
+  // Pins the drain's pods not yet pinned, unpins the pool's other pods carrying the drain's cost.
+  // Whether every drained pod is pinned.
+  bool Pin(const api::InferencePool& pool, Drain& drain,
+           const std::vector<std::shared_ptr<const kube::PodView>>& pods);
+  // Requests still on the drain's pods (running + waiting as scraped, plus this replica's picks
+  // since); nullopt while one of them is unknown.
+  std::optional<double> InFlight(const std::string& key, const api::InferencePool& pool,
+                                 const Drain& drain) const;
+  // How the target's scale-in removes pods; nullopt while the server's version is not known.
+  std::optional<ScaleInOrder> OrderFor(const api::ScaleTargetRef& ref);
+  // The pool's pods that the workload counts (scale_in.h, IsActive).
+  std::vector<std::shared_ptr<const kube::PodView>> ActivePods(
+      const api::InferencePool& pool) const;
   bool Fenced() const { return !options_.fence || options_.fence(); }
   double Seconds(Clock::TimePoint t) const;
 
@@ -140,6 +184,7 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
   std::map<std::string, std::shared_ptr<State>> states_;  // guarded by mu_; leader only
   std::map<std::string, ScalingReport> reports_;          // guarded by mu_; leader only
   bool leading_ = false;                                  // guarded by mu_
+  std::optional<int> server_minor_;                       // guarded by mu_; from /version
 
   kube::Controller controller_;  // last: its worker stops before what it uses goes
 };

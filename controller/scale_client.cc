@@ -1,10 +1,12 @@
 #include "controller/scale_client.h"
 
+#include <charconv>
 #include <exception>
 #include <string_view>
 
 #include "common/json_members.h"
 #include "controller/pool_reconciler.h"
+#include "kube/pod_view.h"
 
 namespace eoc::controller {
 namespace {
@@ -108,6 +110,35 @@ kube::Result<bool> KubeScaleClient::RemoveAnnotations(const std::string& ns,
                                {{"metadata", {{"annotations", annotations}}}});
   if (!patched) return patched.error();
   return true;
+}
+
+kube::Result<bool> KubeScaleClient::SetDeletionCost(const std::string& ns, const std::string& pod,
+                                                    std::optional<std::string_view> cost) {
+  json value = nullptr;
+  if (cost) value = std::string(*cost);
+  auto patched =
+      client_.Patch(kube::resources::kPods, ns, pod, kube::PatchType::kMerge,
+                    {{"metadata", {{"annotations", {{kube::kDeletionCostAnnotation, value}}}}}});
+  if (!patched) return patched.error();
+  return true;
+}
+
+kube::Result<int> ParseServerMinor(const json& version) {
+  const std::string minor = StringOrEmpty(&version, "minor");
+  int n = 0;
+  const auto [end, ec] = std::from_chars(minor.data(), minor.data() + minor.size(), n);
+  if (ec != std::errc() || end == minor.data()) {
+    return kube::Status{200, "InvalidResponse",
+                        "/version: its minor is not a version number: '" + minor + "'",
+                        std::nullopt};
+  }
+  return n;
+}
+
+kube::Result<int> KubeScaleClient::ServerMinor() {
+  auto version = client_.GetPath("/version");
+  if (!version) return version.error();
+  return ParseServerMinor(*version);
 }
 
 }  // namespace eoc::controller

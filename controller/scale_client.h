@@ -1,7 +1,8 @@
 // What the autoscaler reads and writes on the API server, behind an interface so that the
 // scaler's unit tests run against a fake: the scale target's /scale subresource (the kind found
 // through discovery, so any resource that has one), the HorizontalPodAutoscalers that might
-// already scale it, and the two status fields the scaler owns.
+// already scale it, the two status fields the scaler owns, the deletion cost it pins on the pods a
+// scale-in drains, and the server's version (which says whether that cost is honoured).
 //
 //   KubeScaleClient scales(client);
 //   auto now = scales.Read("prod", {.api_version = "apps/v1", .kind = "Deployment", .name =
@@ -10,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/inference_pool.h"
@@ -53,7 +56,16 @@ class ScaleClient {
   // Removes the pool's annotations `keys` (demand reports of replicas that are gone).
   virtual kube::Result<bool> RemoveAnnotations(const std::string& ns, const std::string& pool,
                                                const std::vector<std::string>& keys) = 0;
+  // Sets pod `pod`'s controller.kubernetes.io/pod-deletion-cost to `cost`, or removes it (nullopt).
+  virtual kube::Result<bool> SetDeletionCost(const std::string& ns, const std::string& pod,
+                                             std::optional<std::string_view> cost) = 0;
+  // The API server's minor version (1.<minor>), from /version.
+  virtual kube::Result<int> ServerMinor() = 0;
 };
+
+// The minor version in a /version answer: its "minor" field's leading digits ("20", "22+" as some
+// distributions write it); an error naming the field when there are none.
+kube::Result<int> ParseServerMinor(const nlohmann::json& version);
 
 // The reason of Read's error for a kind that is served but cannot be scaled.
 inline constexpr const char* kReasonNoScale = "NoScaleSubresource";
@@ -78,6 +90,9 @@ class KubeScaleClient final : public ScaleClient {
                                  const std::string& last_scale_time) override;
   kube::Result<bool> RemoveAnnotations(const std::string& ns, const std::string& pool,
                                        const std::vector<std::string>& keys) override;
+  kube::Result<bool> SetDeletionCost(const std::string& ns, const std::string& pod,
+                                     std::optional<std::string_view> cost) override;
+  kube::Result<int> ServerMinor() override;
 
  private:
   kube::Result<kube::ApiResource> Resolve(const api::ScaleTargetRef& ref);

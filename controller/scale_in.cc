@@ -75,6 +75,22 @@ std::vector<std::string> Names(const std::vector<ScaleInPod>& pods, std::size_t 
 
 }  // namespace
 
+bool IsActive(const kube::PodView& pod) {
+  return !pod.terminating() && pod.phase != kube::PodPhase::kSucceeded &&
+         pod.phase != kube::PodPhase::kFailed;
+}
+
+ScaleInPod ScaleInPodOf(const kube::PodView& pod, double load) {
+  return {.name = pod.name,
+          .node = pod.node_name,
+          .phase = pod.phase,
+          .ready = pod.ready,
+          .ready_since = pod.ready_since,
+          .restarts = pod.restarts,
+          .created = pod.created,
+          .load = load};
+}
+
 ScaleInOrder ScaleInOrderFor(std::string_view kind, int server_minor) {
   if (kind == "Deployment" || kind == "ReplicaSet") {
     return server_minor >= 22 ? ScaleInOrder::kDeletionCost : ScaleInOrder::kReplicaSetRanking;

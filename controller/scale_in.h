@@ -56,6 +56,17 @@ struct ScaleInPod {
   double load = 0;  // sessions bound and requests in flight (kDeletionCost only)
 };
 
+// What a drain pins on the pods it drains (kDeletionCost): the lowest cost there is, so that the
+// ReplicaSet removes them before any other (a pod without the annotation costs 0). Pods carrying
+// exactly this value are the autoscaler's to unpin.
+inline constexpr std::string_view kDrainDeletionCost = "-2147483648";
+
+// Whether `pod` is one of its workload's active pods: not terminating, not Succeeded or Failed.
+bool IsActive(const kube::PodView& pod);
+
+// What the orders read of `pod`, whose sessions and requests in flight are `load`.
+ScaleInPod ScaleInPodOf(const kube::PodView& pod, double load);
+
 // The pods to drain for removing `count` of `pods` (the workload's active pods: not terminating,
 // not Succeeded or Failed), most likely removed first; all of them when count >= pods.size().
 std::vector<std::string> PodsToDrain(ScaleInOrder order, std::vector<ScaleInPod> pods,

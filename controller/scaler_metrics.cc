@@ -1,5 +1,7 @@
 #include "controller/scaler_metrics.h"
 
+#include <array>
+
 #include "telemetry/metrics.h"
 
 namespace eoc::controller {
@@ -10,6 +12,7 @@ using telemetry::GaugeFamily;
 
 constexpr const char* kUp = "up";
 constexpr const char* kDown = "down";
+constexpr std::array<const char*, 3> kDrainOutcomes = {"drained", "timeout", "cancelled"};
 
 }  // namespace
 
@@ -35,7 +38,14 @@ ScalerMetrics::ScalerMetrics(prometheus::Registry& registry)
           CounterFamily(registry, "eoc_autoscaler_holds_total",
                         "Autoscaler ticks that held the target or did not write it, by reason "
                         "(MetricsUnknown, MetricsPartial, ExternalChange, HorizontalPodAutoscaler, "
-                        "ScaleTargetUnavailable, ScaleFailed).")) {}
+                        "ScaleTargetUnavailable, ScaleFailed, Draining).")),
+      draining_(GaugeFamily(registry, "eoc_autoscaler_draining_workers",
+                            "Workers a scale-in of the pool is draining: they take no new work, "
+                            "and /scale is written once they have finished their requests.")),
+      drains_(CounterFamily(registry, "eoc_autoscaler_drains_total",
+                            "Scale-in drains by how they ended: drained (the workers finished "
+                            "their requests), timeout (drainTimeoutSeconds passed first), "
+                            "cancelled (the decision no longer shrank the pool).")) {}
 
 void ScalerMetrics::Observe(const std::string& ns, const std::string& pool, const Tick& tick) {
   desired_.Add({{"namespace", ns}, {"pool", pool}}).Set(tick.desired);
@@ -60,14 +70,26 @@ void ScalerMetrics::Held(const std::string& ns, const std::string& pool, std::st
   holds_.Add({{"namespace", ns}, {"pool", pool}, {"reason", std::string(reason)}}).Increment();
 }
 
+void ScalerMetrics::Draining(const std::string& ns, const std::string& pool, std::size_t workers) {
+  draining_.Add({{"namespace", ns}, {"pool", pool}}).Set(static_cast<double>(workers));
+}
+
+void ScalerMetrics::Drained(const std::string& ns, const std::string& pool,
+                            std::string_view outcome) {
+  drains_.Add({{"namespace", ns}, {"pool", pool}, {"outcome", std::string(outcome)}}).Increment();
+}
+
 void ScalerMetrics::RemovePool(const std::string& ns, const std::string& pool) {
-  for (auto* family : {&desired_, &target_, &current_}) {
+  for (auto* family : {&desired_, &target_, &current_, &draining_}) {
     family->Remove(&family->Add({{"namespace", ns}, {"pool", pool}}));
   }
   for (const char* direction : {kUp, kDown}) {
     delay_.Remove(&delay_.Add({{"namespace", ns}, {"pool", pool}, {"direction", direction}}));
     decisions_.Remove(
         &decisions_.Add({{"namespace", ns}, {"pool", pool}, {"direction", direction}}));
+  }
+  for (const char* outcome : kDrainOutcomes) {
+    drains_.Remove(&drains_.Add({{"namespace", ns}, {"pool", pool}, {"outcome", outcome}}));
   }
   const std::lock_guard lock(mu_);
   const auto it = held_.find({ns, pool});

@@ -1,10 +1,11 @@
 // The autoscaler's metrics, per pool: the policy's desired replicas, the target it decided and the
 // ready workers it saw; decisions applied by direction; the age of the running delay timer; the
-// ticks it held, by reason.
+// ticks it held, by reason; the workers a scale-in is draining, and its drains by how they ended.
 //
 //   ScalerMetrics m(metrics.registry());
 //   m.Observe("prod", "chat", decision, target, current, timer_age_up, timer_age_down);
 //   m.Decided("prod", "chat", "up");   m.Held("prod", "chat", "MetricsUnknown");
+//   m.Draining("prod", "chat", 2);     m.Drained("prod", "chat", "drained");
 //   m.RemovePool("prod", "chat");
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -39,6 +41,11 @@ class ScalerMetrics {
   void Decided(const std::string& ns, const std::string& pool, std::string_view direction);
   // A tick that held the target or did not write it: the reason as the condition names it.
   void Held(const std::string& ns, const std::string& pool, std::string_view reason);
+  // The workers a scale-in of the pool is draining now.
+  void Draining(const std::string& ns, const std::string& pool, std::size_t workers);
+  // A drain ended: "drained" (its workers finished), "timeout" (drainTimeoutSeconds passed) or
+  // "cancelled" (the decision no longer shrank, or someone else set the replicas).
+  void Drained(const std::string& ns, const std::string& pool, std::string_view outcome);
   void RemovePool(const std::string& ns, const std::string& pool);
 
  private:
@@ -48,6 +55,8 @@ class ScalerMetrics {
   prometheus::Family<prometheus::Gauge>& delay_;
   prometheus::Family<prometheus::Counter>& decisions_;
   prometheus::Family<prometheus::Counter>& holds_;
+  prometheus::Family<prometheus::Gauge>& draining_;
+  prometheus::Family<prometheus::Counter>& drains_;
   std::mutex mu_;
   // The hold reasons each pool has counted, so that RemovePool finds their series.
   std::map<std::pair<std::string, std::string>, std::set<std::string, std::less<>>> held_;

@@ -2,7 +2,9 @@
 // kube-controller-manager turning /scale into pods, the node agent playing the kubelet with fake
 // vLLM workers whose load the test sets), with short delays. Load rises and the Deployment grows
 // after the upscale delay, its new pods joining the routing table; load falls and it shrinks after
-// the downscale delay; a pool without requests goes to minReplicas; replicas someone else sets are
+// the downscale delay, the pods the ReplicaSet removes drained first and /scale written only once
+// they are idle (or pinned with the deletion cost, as for 1.22, when told to); a pool without
+// requests goes to minReplicas; replicas someone else sets are
 // adopted; an HPA on the same Deployment means no writes; mode Recommend never writes /scale; the
 // Events show in `kubectl describe`. Assertions are on what is written, never on how fast.
 #include <gmock/gmock.h>
@@ -96,6 +98,43 @@ class AutoscaleIntegrationTest : public testing::FleetTest {
     for (const std::string& pod : RunningPods(app)) {
       if (auto worker = agent_->Worker(ns_, pod)) worker->SetLoad({.running = running});
     }
+  }
+
+  // Pod `pod` (of the test's namespace) serving `running` requests.
+  void SetPodLoad(const std::string& pod, std::int64_t running) {
+    auto worker = agent_->Worker(ns_, pod);
+    ASSERT_NE(worker, nullptr) << pod;
+    worker->SetLoad({.running = running});
+  }
+
+  // The pods the pool's routing table marks draining, sorted.
+  std::vector<std::string> PublishedDraining(const std::string& pool) const {
+    std::vector<std::string> out;
+    const json routing = PoolStatus(pool).value("routing", json::object());
+    for (const json& w : routing.value("workers", json::array())) {
+      if (w.value("draining", false)) out.push_back(w.value("pod", ""));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Scales Deployment `app` up one pod at a time to `replicas`, each pod Running at least a
+  // second after the one before, so that their Ready times (whole seconds) differ. Returns the
+  // pods, oldest first.
+  std::vector<std::string> GrowOneByOne(const std::string& app, std::int32_t replicas) {
+    std::vector<std::string> order;
+    for (std::int32_t n = 1; n <= replicas; ++n) {
+      if (n > 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+        EXPECT_TRUE(client_->Patch(resources::kDeployments, ns_, app, kube::PatchType::kMerge,
+                                   {{"spec", {{"replicas", n}}}}));
+      }
+      const auto pods = AwaitRunningPods(app, static_cast<std::size_t>(n));
+      for (const std::string& pod : pods) {
+        if (std::find(order.begin(), order.end(), pod) == order.end()) order.push_back(pod);
+      }
+    }
+    return order;
   }
 
   // /scale stays at `replicas` over `ticks` observations half a second apart.
@@ -318,6 +357,90 @@ TEST_F(AutoscaleReplicasTest, ANewLeaderNeitherDoubleScalesNorCallsItsPredecesso
   EXPECT_FALSE(HasEvent("w", "ExternalChange"));
   follower->Signal(SIGTERM);
   (void)follower->WaitFor(std::chrono::seconds(30));
+}
+
+TEST_F(AutoscaleIntegrationTest, ScaleInDrainsThePodsTheReplicaSetRemovesFirst) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  const std::vector<std::string> pods = GrowOneByOne("w", 3);
+  ASSERT_EQ(pods.size(), 3U);
+  // On 1.20 the ReplicaSet removes the most recently ready first: the two newest go.
+  std::vector<std::string> newest = {pods[1], pods[2]};
+  std::sort(newest.begin(), newest.end());
+  for (const std::string& pod : pods) SetPodLoad(pod, 1);  // 3 over 4 a replica: 1 is enough
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w", {{"drainTimeoutSeconds", 600}})));
+
+  ASSERT_TRUE(Eventually([&] { return PublishedDraining("w") == newest; }, kPatience))
+      << controller_->Output();
+  EXPECT_EQ(Scaling("w"), "True/Draining");
+  EXPECT_TRUE(HasEvent("w", "Draining"));
+  // Not written while one of them still serves a request.
+  SetPodLoad(pods[1], 0);
+  EXPECT_TRUE(Stays("w", 3, 8)) << controller_->Output();
+  EXPECT_EQ(PublishedDraining("w"), newest);
+  // Both idle: /scale is written, and the ReplicaSet removes the two that drained.
+  SetPodLoad(pods[2], 0);
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 1; }, kPatience))
+      << controller_->Output();
+  ASSERT_TRUE(Eventually([&] { return RunningPods("w").size() == 1; }, kPatience));
+  EXPECT_EQ(RunningPods("w"), std::vector<std::string>{pods[0]});
+  EXPECT_TRUE(Eventually([&] { return PublishedDraining("w").empty(); }, kPatience));
+  EXPECT_TRUE(Eventually([&] { return Scaling("w") == "True/Active"; }, kPatience));
+}
+
+TEST_F(AutoscaleIntegrationTest, ADrainThatTimesOutScalesInAnyway) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));
+  const std::vector<std::string> pods = AwaitRunningPods("w", 2);
+  ASSERT_EQ(pods.size(), 2U);
+  for (const std::string& pod : pods) SetPodLoad(pod, 1);  // never idle
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w", {{"drainTimeoutSeconds", 3}})));
+  ASSERT_TRUE(Eventually([&] { return PublishedDraining("w").size() == 1; }, kPatience))
+      << controller_->Output();
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 1; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto list = client_->List(resources::kEvents, ns_,
+                                  {.field_selector = "involvedObject.name=w,reason=ScaledDown"});
+        return list && !list->items.empty() &&
+               list->items.front().value("message", "").find("timed out with 1 requests") !=
+                   std::string::npos;
+      },
+      kPatience));
+}
+
+// The controller told that the cluster honours the deletion cost (as 1.22 and later do).
+class AutoscaleDeletionCostTest : public AutoscaleIntegrationTest {
+ protected:
+  std::vector<std::string> ControllerFlags() const override {
+    std::vector<std::string> flags = AutoscaleIntegrationTest::ControllerFlags();
+    flags.emplace_back("--pod-deletion-cost");
+    flags.emplace_back("always");
+    return flags;
+  }
+
+  std::string DeletionCost(const std::string& pod) const {
+    auto object = client_->Get(resources::kPods, ns_, pod);
+    if (!object) return "(gone)";
+    return (*object)["metadata"]
+        .value("annotations", json::object())
+        .value("controller.kubernetes.io/pod-deletion-cost", "");
+  }
+};
+
+TEST_F(AutoscaleDeletionCostTest, TheLeastBusyPodIsDrainedAndPinned) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 2)));
+  const std::vector<std::string> pods = AwaitRunningPods("w", 2);
+  ASSERT_EQ(pods.size(), 2U);
+  SetPodLoad(pods[0], 2);  // 2 over 4 a replica: 1 is enough; pods[1], idle, goes
+  SetPodLoad(pods[1], 0);
+  ASSERT_TRUE(client_->Create(kPools, ns_, Pool("w")));
+  ASSERT_TRUE(Eventually([&] { return DeletionCost(pods[1]) == "-2147483648"; }, kPatience))
+      << controller_->Output();
+  EXPECT_EQ(DeletionCost(pods[0]), "");
+  // Idle: written (which pod a 1.20 ReplicaSet then removes is its own ranking's business).
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas("w") == 1; }, kPatience))
+      << controller_->Output();
+  EXPECT_TRUE(HasEvent("w", "Draining"));
 }
 
 }  // namespace

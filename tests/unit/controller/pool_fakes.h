@@ -71,6 +71,10 @@ class FakeStore final : public PoolStore {
     const std::lock_guard lock(mu_);
     pods_.push_back(std::move(pod));
   }
+  void SetPods(std::vector<std::shared_ptr<const kube::PodView>> pods) {
+    const std::lock_guard lock(mu_);
+    pods_ = std::move(pods);
+  }
   void PutNode(kube::NodeView node) {
     const std::lock_guard lock(mu_);
     std::string name = node.name;  // the right side is evaluated first: it moves the name

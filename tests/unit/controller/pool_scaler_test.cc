@@ -7,8 +7,11 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "controller/pool_status.h"
@@ -33,7 +36,7 @@ class FakeScales final : public ScaleClient {
   kube::Result<ScaleState> Read(const std::string& ns, const api::ScaleTargetRef& ref) override {
     ++reads;
     EXPECT_EQ(ns, "prod");
-    EXPECT_EQ(ref.kind, "Deployment");
+    EXPECT_EQ(ref.kind, kind);
     EXPECT_EQ(ref.name, "chat");
     if (read_error) return *read_error;
     return state;
@@ -72,6 +75,21 @@ class FakeScales final : public ScaleClient {
     return true;
   }
 
+  kube::Result<bool> SetDeletionCost(const std::string& ns, const std::string& pod,
+                                     std::optional<std::string_view> cost) override {
+    EXPECT_EQ(ns, "prod");
+    if (cost) {
+      costs[pod] = std::string(*cost);
+    } else {
+      costs.erase(pod);
+    }
+    return true;
+  }
+  kube::Result<int> ServerMinor() override { return minor; }
+
+  std::string kind = "Deployment";
+  int minor = 20;
+  std::map<std::string, std::string> costs;  // pod -> its deletion cost
   ScaleState state{.replicas = 2, .resource_version = "10"};
   int version = 10;
   std::optional<kube::Status> read_error;
@@ -108,7 +126,8 @@ class PoolScalerTest : public ::testing::Test {
 
   void SetUp() override { Use(AutoscaledPool({})); }
 
-  // The pool as the informer has it, with `workers` ready pods.
+  // The pool as the informer has it, with `workers` ready pods: chat-<i>, ready i minutes ago
+  // (chat-0 most recently).
   void Use(const nlohmann::json& pool, int workers = 2) {
     store_.PutPool(pool);
     const api::InferencePool& p = store_.GetPool(kKey)->pool;
@@ -116,8 +135,11 @@ class PoolScalerTest : public ::testing::Test {
     std::vector<std::shared_ptr<const kube::PodView>> pods;
     pods.reserve(workers);
     for (int i = 0; i < workers; ++i) {
-      pods.push_back(Pod("chat-" + std::to_string(i), "10.0.0." + std::to_string(i + 1)));
+      kube::PodView pod = *Pod("chat-" + std::to_string(i), "10.0.0." + std::to_string(i + 1));
+      pod.ready_since = clock_.WallNow() - std::chrono::minutes(i);
+      pods.push_back(std::make_shared<const kube::PodView>(std::move(pod)));
     }
+    store_.SetPods(pods);
     members_ = std::make_shared<PoolMembers>(SelectWorkers(
         p, pods, [](const std::string&) { return std::shared_ptr<const kube::NodeView>(); }));
     // Published, so that every replica's routing state has the workers (and their loads).
@@ -128,12 +150,13 @@ class PoolScalerTest : public ::testing::Test {
     UpdatePoolDirectory(directory_, store_.GetPool(kKey)->pool, members_->workers, clock_.Now());
   }
 
-  // Each worker scraped with `ongoing` running requests.
-  void Load(double ongoing) {
+  // Each worker scraped with `ongoing` running requests (those in `idle` with none).
+  void Load(double ongoing, const std::vector<std::string>& idle = {}) {
     const auto state = directory_.Find(kKey);
     ASSERT_NE(state, nullptr);
     for (const routing::Worker& w : members_->workers) {
-      state->ObserveLoad(w.key, {.running = ongoing, .available = true}, clock_.Now());
+      const bool none = std::find(idle.begin(), idle.end(), PodName(w)) != idle.end();
+      state->ObserveLoad(w.key, {.running = none ? 0 : ongoing, .available = true}, clock_.Now());
     }
   }
 
@@ -150,10 +173,10 @@ class PoolScalerTest : public ::testing::Test {
   }
 
   // `n` ticks a second apart, the first now; the load re-scraped before each.
-  void Ticks(int n, double ongoing) {
+  void Ticks(int n, double ongoing, const std::vector<std::string>& idle = {}) {
     for (int i = 0; i < n; ++i) {
       if (i > 0) clock_.Advance(seconds(1));
-      Load(ongoing);
+      Load(ongoing, idle);
       auto r = Scaler().Reconcile(kKey);
       ASSERT_TRUE(r) << r.error().ToString();
       EXPECT_EQ(r->requeue_after, std::chrono::milliseconds(1000));
@@ -163,6 +186,20 @@ class PoolScalerTest : public ::testing::Test {
   std::string Reason() {
     const auto report = Scaler().Report(kKey);
     return report ? report->condition.reason : "";
+  }
+
+  std::vector<std::string> Draining() {
+    const auto report = Scaler().Report(kKey);
+    return report ? report->draining : std::vector<std::string>{"no report"};
+  }
+
+  // The pod leaves the workload (the ReplicaSet deleted it) and the pool.
+  void Remove(const std::string& pod) {
+    auto pods = store_.ListPods();
+    std::erase_if(pods, [&](const auto& p) { return p->name == pod; });
+    store_.SetPods(pods);
+    std::erase_if(members_->workers, [&](const routing::Worker& w) { return PodName(w) == pod; });
+    members_->notes.resize(members_->workers.size());
   }
 
   ManualClock clock_;
@@ -198,13 +235,105 @@ TEST_F(PoolScalerTest, ScalesUpAfterTheDelayAndSaysSo) {
   EXPECT_GT(changed_, 0);
 }
 
-TEST_F(PoolScalerTest, ScalesDownAfterItsDelay) {
+TEST_F(PoolScalerTest, ScalesInAfterItsDelayOnceTheWorkerItDrainsIsIdle) {
   Use(AutoscaledPool({}, {{"desiredReplicas", 2}}));
   Ticks(20, 2);  // 4 over 10: 1 wanted, 20 s delay
   EXPECT_TRUE(scales_.writes.empty());
   Ticks(2, 2);
+  // Due, but first the pod the ReplicaSet will remove (on 1.20: the most recently ready) drains.
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_EQ(Draining(), std::vector<std::string>{"chat-0"});
+  EXPECT_EQ(Reason(), "Draining");
+  ASSERT_FALSE(events_.events.empty());
+  EXPECT_EQ(events_.events.back().reason, "Draining");
+  EXPECT_EQ(events_.events.back().message,
+            "draining chat-0 to scale Deployment chat from 2 to 1: /scale is written once they "
+            "have no requests, or after 120 s");
+  Ticks(10, 2);  // still serving two requests
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_EQ(Scaler().Report(kKey)->condition.message,
+            "draining chat-0 before scaling Deployment chat from 2 to 1: 2 requests still in "
+            "flight");
+  // Idle: written on the next tick (more than a scrape interval after the drain began).
+  Ticks(1, 2, {"chat-0"});
   EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});
   EXPECT_EQ(events_.events.back().reason, "ScaledDown");
+  EXPECT_EQ(events_.events.back().message,
+            "scaled Deployment chat from 2 to 1: 2 ongoing requests over 1 ready workers, 10 each "
+            "(desired 0.2); after draining chat-0");
+  // It stays draining until the ReplicaSet has removed it, and no longer after.
+  Ticks(3, 2, {"chat-0"});
+  EXPECT_EQ(Draining(), std::vector<std::string>{"chat-0"});
+  Remove("chat-0");
+  Ticks(1, 2);
+  EXPECT_TRUE(Draining().empty());
+  EXPECT_EQ(Reason(), "Active");
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});
+}
+
+TEST_F(PoolScalerTest, ADrainThatTimesOutWritesAnyway) {
+  Use(AutoscaledPool({{"drainTimeoutSeconds", 30}}, {{"desiredReplicas", 2}}));
+  Ticks(22, 2);
+  ASSERT_EQ(Reason(), "Draining");
+  Ticks(29, 2);  // 29 s after it began
+  EXPECT_TRUE(scales_.writes.empty());
+  Ticks(2, 2);  // 30 s
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});
+  EXPECT_NE(events_.events.back().message.find(
+                "; the drain of chat-0 timed out with 2 requests in flight"),
+            std::string::npos)
+      << events_.events.back().message;
+}
+
+TEST_F(PoolScalerTest, ADrainEndsWhenTheDecisionNoLongerShrinks) {
+  Use(AutoscaledPool({}, {{"desiredReplicas", 2}}));
+  Ticks(22, 2);
+  ASSERT_EQ(Draining(), std::vector<std::string>{"chat-0"});
+  // The load comes back: one worker (the other drains) at 20 wants 2, /scale's replicas, once its
+  // look-back mean has risen and the upscale delay has passed.
+  Ticks(7, 20);
+  EXPECT_TRUE(scales_.writes.empty());
+  EXPECT_TRUE(Draining().empty());
+  EXPECT_EQ(events_.events.back().reason, "DrainCancelled");
+  EXPECT_EQ(Reason(), "Active");
+}
+
+TEST_F(PoolScalerTest, WhereTheDeletionCostIsHonouredTheLeastBusyArePinned) {
+  scales_.minor = 22;
+  Use(AutoscaledPool({}, {{"desiredReplicas", 3}}), 3);
+  scales_.state.replicas = 3;
+  // A pin an earlier leader left on chat-2.
+  auto pods = store_.ListPods();
+  kube::PodView stale = *pods[2];
+  stale.annotations = {{std::string(kube::kDeletionCostAnnotation), "-2147483648"}};
+  pods[2] = std::make_shared<const kube::PodView>(std::move(stale));
+  store_.SetPods(pods);
+  scales_.costs["chat-2"] = "-2147483648";
+  // 12 over 3 workers wants 2; chat-1, the least busy, is drained and pinned so that the
+  // ReplicaSet removes it, and the stale pin goes.
+  Ticks(22, 6, {"chat-1"});
+  EXPECT_EQ(Draining(), std::vector<std::string>{"chat-1"});
+  EXPECT_EQ(scales_.costs, (std::map<std::string, std::string>{{"chat-1", "-2147483648"}}));
+  EXPECT_TRUE(scales_.writes.empty());  // its zero counts only a scrape interval on
+  // Load comes back before it is written: the drain ends, its pin goes, and the pool grows.
+  Ticks(7, 30);
+  EXPECT_TRUE(Draining().empty());
+  EXPECT_TRUE(scales_.costs.empty());
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{6});
+  EXPECT_EQ(events_.events.back().reason, "ScaledUp");
+}
+
+TEST_F(PoolScalerTest, AKindWhoseScaleInIsNotPredictedIsWrittenAtOnce) {
+  scales_.kind = "Rollout";
+  nlohmann::json pool = AutoscaledPool({}, {{"desiredReplicas", 2}});
+  pool["spec"]["scaleTargetRef"] = {
+      {"apiVersion", "argoproj.io/v1alpha1"}, {"kind", "Rollout"}, {"name", "chat"}};
+  Use(pool);
+  Ticks(1, 2);
+  EXPECT_EQ(Reason(), "NoDrain");
+  Ticks(21, 2);
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});
+  EXPECT_TRUE(Draining().empty());
 }
 
 TEST_F(PoolScalerTest, ANewLeaderTakesItsPredecessorsWriteAsItsOwn) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "controller/scale_client.h"
+
 namespace eoc::controller {
 namespace {
 
@@ -110,6 +112,45 @@ TEST(ScaleInTest, AStatefulSetRemovesItsHighestOrdinals) {
   EXPECT_EQ(PodsToDrain(ScaleInOrder::kHighestOrdinal, pods, 2), (Names{"db-10", "db-9"}));
   EXPECT_EQ(PodsToDrain(ScaleInOrder::kHighestOrdinal, pods, 0), Names{});
   EXPECT_EQ(PodsToDrain(ScaleInOrder::kHighestOrdinal, pods, 9).size(), 4U);
+}
+
+TEST(ScaleInTest, APodViewIsReadAsTheOrdersNeedIt) {
+  kube::PodView pod;
+  pod.name = "w-1";
+  pod.node_name = "node-b";
+  pod.phase = kube::PodPhase::kRunning;
+  pod.ready = true;
+  pod.ready_since = kT0 + seconds(5);
+  pod.created = kT0;
+  pod.restarts = 3;
+  const ScaleInPod p = ScaleInPodOf(pod, 7);
+  EXPECT_EQ(p.name, "w-1");
+  EXPECT_EQ(p.node, "node-b");
+  EXPECT_EQ(p.phase, kube::PodPhase::kRunning);
+  EXPECT_TRUE(p.ready);
+  EXPECT_EQ(p.ready_since, kT0 + seconds(5));
+  EXPECT_EQ(p.created, kT0);
+  EXPECT_EQ(p.restarts, 3);
+  EXPECT_EQ(p.load, 7);
+  EXPECT_TRUE(IsActive(pod));
+  pod.phase = kube::PodPhase::kSucceeded;
+  EXPECT_FALSE(IsActive(pod));
+  pod.phase = kube::PodPhase::kPending;
+  EXPECT_TRUE(IsActive(pod));
+  pod.deletion_timestamp = kT0;
+  EXPECT_FALSE(IsActive(pod));
+}
+
+TEST(ScaleInTest, TheServersMinorVersionIsReadFromVersion) {
+  EXPECT_EQ(*ParseServerMinor({{"major", "1"}, {"minor", "20"}}), 20);
+  EXPECT_EQ(*ParseServerMinor({{"major", "1"}, {"minor", "22+"}}), 22);  // as GKE and EKS say
+  const auto missing = ParseServerMinor({{"major", "1"}});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().ToString().find("/version: its minor is not a version number: ''"),
+            std::string::npos)
+      << missing.error().ToString();
+  EXPECT_FALSE(ParseServerMinor({{"minor", 22}}));
+  EXPECT_FALSE(ParseServerMinor(nlohmann::json::array()));
 }
 
 }  // namespace
