@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -80,13 +82,14 @@ std::optional<double> PoolScaler::InFlight(const std::string& key, const api::In
       for (const auto& observed : state->Loads()) loads.emplace(observed.worker, observed);
     }
   }
+  std::unordered_set<std::string_view> serving;
+  if (members) {
+    for (const routing::Worker& w : members->workers) serving.insert(PodName(w));
+  }
   double total = 0;
   for (const std::string& pod : drain.pods) {
     // A pod that no longer serves (not ready, terminating, gone) takes no requests.
-    const bool serving =
-        members && std::any_of(members->workers.begin(), members->workers.end(),
-                               [&](const routing::Worker& w) { return PodName(w) == pod; });
-    if (!serving) continue;
+    if (!serving.contains(pod)) continue;
     const auto it = loads.find(routing::WorkerKeyOf(pool.ns + "/" + pod));
     if (it == loads.end() || !it->second.load.available) return std::nullopt;
     const auto& l = it->second;
@@ -145,22 +148,22 @@ void PoolScaler::PlanDrain(const std::string& key, const api::InferencePool& poo
   if (chosen.size() > most) chosen.resize(std::max(most, std::min(count, chosen.size())));
   std::sort(chosen.begin(), chosen.end());
 
-  Drain next{.from = from, .to = replicas, .pods = std::move(chosen), .since = now};
+  Drain next{.from = from, .to = replicas, .pods = std::move(chosen), .since = now, .marked = now};
+  const bool changed = !s.drain || s.drain->pods != next.pods;
   if (s.drain) {
     next.since = s.drain->since;  // fewer (or other) pods, the same drain
+    if (!changed) next.marked = s.drain->marked;
     next.pinned = std::move(s.drain->pinned);
   }
-  const bool changed = !s.drain || s.drain->pods != next.pods;
   s.drain = std::move(next);
   if (order == ScaleInOrder::kDeletionCost) (void)Pin(pool, *s.drain, pods);
   if (metrics_ != nullptr) metrics_->Draining(pool.ns, pool.name, s.drain->pods.size());
   if (!changed) return;
   const api::AutoscalingSpec& a = pool.spec.autoscaling;
   events_.Record(PoolReference(pool), kube::EventType::kNormal, reasons::kDraining,
-                 "draining " +
-                     (s.drain->pods.empty() ? std::string("no pod") : Join(s.drain->pods)) +
-                     " to scale " + TargetName(*pool.spec.scale_target_ref) + " from " +
-                     std::to_string(from) + " to " + std::to_string(replicas) +
+                 "draining " + Join(s.drain->pods) + " to scale " +
+                     TargetName(*pool.spec.scale_target_ref) + " from " + std::to_string(from) +
+                     " to " + std::to_string(replicas) +
                      ": /scale is written once they have no requests, or after " +
                      Number(a.drain_timeout_seconds) + " s");
 }
@@ -238,7 +241,7 @@ kube::Result<bool> PoolScaler::ScaleIn(const std::string& key, const PoolObject&
   const std::optional<double> in_flight = InFlight(key, pool, drain);
   // A zero counts once a scrape after the table marked them draining can have been seen.
   const auto settle = SecondsOf(pool.spec.metrics.interval_seconds + 1.0);
-  const bool drained = in_flight && *in_flight == 0 && now - drain.since >= settle;
+  const bool drained = in_flight && *in_flight == 0 && now - drain.marked >= settle;
   const bool timed_out = now - drain.since >= SecondsOf(a.drain_timeout_seconds);
   // Past the timeout /scale is written whatever the pods say (pinned or not: a cluster that
   // refuses the patch still scales in).

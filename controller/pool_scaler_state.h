@@ -46,7 +46,8 @@ struct Drain {
   std::int32_t to = 0;            // the replicas /scale is set to once they are drained
   std::vector<std::string> pods;  // the pods drained: names without the namespace, sorted
   std::set<std::string> pinned;   // those carrying kDrainDeletionCost (kDeletionCost only)
-  Clock::TimePoint since{};       // when it began
+  Clock::TimePoint since{};       // when it began (its timeout runs from here)
+  Clock::TimePoint marked{};      // when its pods last changed (a zero counts from a scrape after)
   // /scale written: the pods stay draining until the workload has removed them.
   std::optional<Clock::TimePoint> written;
 

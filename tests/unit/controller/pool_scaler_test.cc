@@ -323,6 +323,21 @@ TEST_F(PoolScalerTest, WhereTheDeletionCostIsHonouredTheLeastBusyArePinned) {
   EXPECT_EQ(events_.events.back().reason, "ScaledUp");
 }
 
+TEST_F(PoolScalerTest, AStatefulSetDrainsItsHighestOrdinals) {
+  scales_.kind = "StatefulSet";
+  nlohmann::json pool = AutoscaledPool({}, {{"desiredReplicas", 3}});
+  pool["spec"]["scaleTargetRef"] = {
+      {"apiVersion", "apps/v1"}, {"kind", "StatefulSet"}, {"name", "chat"}};
+  Use(pool, 3);
+  scales_.state.replicas = 3;
+  Ticks(22, 6);  // 18 over 3 workers wants 2: chat-2 goes, whatever the load or readiness says
+  EXPECT_EQ(Draining(), std::vector<std::string>{"chat-2"});
+  EXPECT_TRUE(scales_.costs.empty());  // a StatefulSet does not read the deletion cost
+  EXPECT_TRUE(scales_.writes.empty());
+  Ticks(7, 6, {"chat-2"});
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{2});
+}
+
 TEST_F(PoolScalerTest, AKindWhoseScaleInIsNotPredictedIsWrittenAtOnce) {
   scales_.kind = "Rollout";
   nlohmann::json pool = AutoscaledPool({}, {{"desiredReplicas", 2}});
