@@ -98,6 +98,10 @@ TEST_F(PickIntegrationTest, APickAnswersALiveWorkerAndNeverOneTheControllerSawGo
   const std::set<std::string> before = Addresses("w");
   ASSERT_EQ(before.size(), 3U);
   RawClient client(static_cast<std::uint16_t>(pick_port_));
+  // The controller routes from the table once its own informer has seen it, which may be a
+  // moment after this test's read of it.
+  ASSERT_TRUE(Eventually([&] { return Pick(client, Key("w")).is_object(); }, kPatience))
+      << controller_->Output();
   std::set<std::string> answered;
   for (int i = 0; i < 30; ++i) {
     const json answer = Pick(client, Key("w"));
