@@ -7,8 +7,8 @@
 //   kDeletionCost     a Deployment on 1.22 and later, which honours
 //                     controller.kubernetes.io/pod-deletion-cost: the ReplicaSet controller still
 //                     removes unassigned, then pending, then not-ready pods first; among the rest
-//                     the autoscaler chooses those with the least load (sessions and requests in
-//                     flight; ties by name) and pins them with a lower cost.
+//                     the autoscaler chooses those with the fewest requests in flight (ties by
+//                     name) and pins them with the lowest cost (kDrainDeletionCost).
 //   kReplicaSetRanking a Deployment before 1.22: the ReplicaSet controller's own ranking, as
 //                     ActivePodsWithRanks in pkg/controller/controller_utils.go of Kubernetes 1.20
 //                     (the version the local control plane is built from) sorts it: unassigned
@@ -53,7 +53,7 @@ struct ScaleInPod {
   std::optional<std::chrono::system_clock::time_point> ready_since;  // the Ready condition's
   std::int32_t restarts = 0;  // the most of any of its containers
   std::optional<std::chrono::system_clock::time_point> created;
-  double load = 0;  // sessions bound and requests in flight (kDeletionCost only)
+  double load = 0;  // requests in flight: running, waiting, picks since (kDeletionCost only)
 };
 
 // What a drain pins on the pods it drains (kDeletionCost): the lowest cost there is, so that the
@@ -64,7 +64,7 @@ inline constexpr std::string_view kDrainDeletionCost = "-2147483648";
 // Whether `pod` is one of its workload's active pods: not terminating, not Succeeded or Failed.
 bool IsActive(const kube::PodView& pod);
 
-// What the orders read of `pod`, whose sessions and requests in flight are `load`.
+// What the orders read of `pod`, whose requests in flight are `load`.
 ScaleInPod ScaleInPodOf(const kube::PodView& pod, double load);
 
 // The pods to drain for removing `count` of `pods` (the workload's active pods: not terminating,
