@@ -12,7 +12,7 @@ using telemetry::GaugeFamily;
 
 constexpr const char* kUp = "up";
 constexpr const char* kDown = "down";
-constexpr std::array<const char*, 3> kDrainOutcomes = {"drained", "timeout", "cancelled"};
+constexpr std::array<const char*, 3> kDrainReasons = {"drained", "timeout", "cancelled"};
 
 }  // namespace
 
@@ -75,8 +75,8 @@ void ScalerMetrics::Draining(const std::string& ns, const std::string& pool, std
 }
 
 void ScalerMetrics::Drained(const std::string& ns, const std::string& pool,
-                            std::string_view outcome) {
-  drains_.Add({{"namespace", ns}, {"pool", pool}, {"outcome", std::string(outcome)}}).Increment();
+                            std::string_view reason) {
+  drains_.Add({{"namespace", ns}, {"pool", pool}, {"reason", std::string(reason)}}).Increment();
 }
 
 void ScalerMetrics::RemovePool(const std::string& ns, const std::string& pool) {
@@ -88,8 +88,8 @@ void ScalerMetrics::RemovePool(const std::string& ns, const std::string& pool) {
     decisions_.Remove(
         &decisions_.Add({{"namespace", ns}, {"pool", pool}, {"direction", direction}}));
   }
-  for (const char* outcome : kDrainOutcomes) {
-    drains_.Remove(&drains_.Add({{"namespace", ns}, {"pool", pool}, {"outcome", outcome}}));
+  for (const char* reason : kDrainReasons) {
+    drains_.Remove(&drains_.Add({{"namespace", ns}, {"pool", pool}, {"reason", reason}}));
   }
   const std::lock_guard lock(mu_);
   const auto it = held_.find({ns, pool});

@@ -45,7 +45,7 @@ class ScalerMetrics {
   void Draining(const std::string& ns, const std::string& pool, std::size_t workers);
   // A drain ended: "drained" (its workers finished), "timeout" (drainTimeoutSeconds passed) or
   // "cancelled" (the decision no longer shrank, or someone else set the replicas).
-  void Drained(const std::string& ns, const std::string& pool, std::string_view outcome);
+  void Drained(const std::string& ns, const std::string& pool, std::string_view reason);
   void RemovePool(const std::string& ns, const std::string& pool);
 
  private:
