@@ -147,11 +147,16 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
                              ScalingReport& report);
   // A drain whose /scale is written ends once the workload has removed its pods.
   void FollowWrittenDrain(const api::InferencePool& pool, State& s, Clock::TimePoint now);
-  // Ends a pending drain that no longer applies: unpins its pods, an Event says why.
+  // Ends a drain that no longer applies: a pending one's pods are unpinned, an Event says why.
   void CancelDrain(const api::InferencePool& pool, State& s, const std::string& why);
-  // Chooses the pods to drain for `replicas` and pins them; keeps the start of a drain re-planned.
+  // Forgets the pool's drain (its gauge back to 0).
+  void EndDrain(const api::InferencePool& pool, State& s);
+  // Chooses the pods to drain for `replicas` among the pool's active `pods`; keeps the start of a
+  // drain re-planned.
   void PlanDrain(const std::string& key, const api::InferencePool& pool, State& s,
-                 ScaleInOrder order, std::int32_t replicas, Clock::TimePoint now);
+                 ScaleInOrder order, std::int32_t replicas,
+                 const std::vector<std::shared_ptr<const kube::PodView>>& pods,
+                 Clock::TimePoint now);
   // Pins the drain's pods not yet pinned, unpins the pool's other pods carrying the drain's cost.
   // Whether every drained pod is pinned.
   bool Pin(const api::InferencePool& pool, Drain& drain,

@@ -36,6 +36,23 @@ std::string Join(const std::vector<std::string>& names) {
   return out;
 }
 
+// The pool's scraped loads by worker, as this replica's routing state has them; empty without one.
+std::unordered_map<routing::WorkerKey, routing::PoolState::ObservedLoad> LoadsByWorker(
+    const routing::PoolDirectory* directory, const std::string& key) {
+  std::unordered_map<routing::WorkerKey, routing::PoolState::ObservedLoad> loads;
+  if (directory == nullptr) return loads;
+  if (const auto state = directory->Find(key)) {
+    for (const auto& observed : state->Loads()) loads.emplace(observed.worker, observed);
+  }
+  return loads;
+}
+
+// Requests a worker holds or is about to: running and waiting as scraped, and this replica's
+// picks to it since.
+double RequestsInFlight(const routing::PoolState::ObservedLoad& observed) {
+  return observed.load.running + observed.load.waiting + observed.picks_since_scrape;
+}
+
 bool PinnedByDrain(const kube::PodView& pod) {
   const std::string* cost = kube::Lookup(pod.annotations, kube::kDeletionCostAnnotation);
   return cost != nullptr && *cost == kDrainDeletionCost;
@@ -76,12 +93,7 @@ std::vector<std::shared_ptr<const kube::PodView>> PoolScaler::ActivePods(
 std::optional<double> PoolScaler::InFlight(const std::string& key, const api::InferencePool& pool,
                                            const Drain& drain) const {
   const std::shared_ptr<const PoolMembers> members = members_(key);
-  std::unordered_map<routing::WorkerKey, routing::PoolState::ObservedLoad> loads;
-  if (options_.directory != nullptr) {
-    if (const auto state = options_.directory->Find(key)) {
-      for (const auto& observed : state->Loads()) loads.emplace(observed.worker, observed);
-    }
-  }
+  const auto loads = LoadsByWorker(options_.directory, key);
   std::unordered_set<std::string_view> serving;
   if (members) {
     for (const routing::Worker& w : members->workers) serving.insert(PodName(w));
@@ -92,8 +104,7 @@ std::optional<double> PoolScaler::InFlight(const std::string& key, const api::In
     if (!serving.contains(pod)) continue;
     const auto it = loads.find(routing::WorkerKeyOf(pool.ns + "/" + pod));
     if (it == loads.end() || !it->second.load.available) return std::nullopt;
-    const auto& l = it->second;
-    total += l.load.running + l.load.waiting + l.picks_since_scrape;
+    total += RequestsInFlight(it->second);
   }
   return total;
 }
@@ -124,28 +135,22 @@ bool PoolScaler::Pin(const api::InferencePool& pool, Drain& drain,
 }
 
 void PoolScaler::PlanDrain(const std::string& key, const api::InferencePool& pool, State& s,
-                           ScaleInOrder order, std::int32_t replicas, Clock::TimePoint now) {
-  const auto pods = ActivePods(pool);
-  std::unordered_map<routing::WorkerKey, double> loads;
-  if (options_.directory != nullptr) {
-    if (const auto state = options_.directory->Find(key)) {
-      for (const auto& o : state->Loads()) {
-        loads[o.worker] = o.load.running + o.load.waiting + o.picks_since_scrape;
-      }
-    }
-  }
+                           ScaleInOrder order, std::int32_t replicas,
+                           const std::vector<std::shared_ptr<const kube::PodView>>& pods,
+                           Clock::TimePoint now) {
+  const auto loads = LoadsByWorker(options_.directory, key);
   std::vector<ScaleInPod> candidates;
   candidates.reserve(pods.size());
   for (const auto& pod : pods) {
     const auto it = loads.find(routing::WorkerKeyOf(pool.ns + "/" + pod->name));
-    candidates.push_back(ScaleInPodOf(*pod, it == loads.end() ? 0 : it->second));
+    candidates.push_back(ScaleInPodOf(*pod, it == loads.end() ? 0 : RequestsInFlight(it->second)));
   }
   const std::int32_t from = *s.written;
   const auto count = static_cast<std::size_t>(from - replicas);
   std::vector<std::string> chosen = PodsToDrain(order, std::move(candidates), count);
   // Ties at the cut are all drained, but never so many that fewer than `replicas` are left.
   const std::size_t most = pods.size() - std::min(pods.size(), static_cast<std::size_t>(replicas));
-  if (chosen.size() > most) chosen.resize(std::max(most, std::min(count, chosen.size())));
+  chosen.resize(std::min(chosen.size(), std::max(most, count)));
   std::sort(chosen.begin(), chosen.end());
 
   Drain next{.from = from, .to = replicas, .pods = std::move(chosen), .since = now, .marked = now};
@@ -156,7 +161,6 @@ void PoolScaler::PlanDrain(const std::string& key, const api::InferencePool& poo
     next.pinned = std::move(s.drain->pinned);
   }
   s.drain = std::move(next);
-  if (order == ScaleInOrder::kDeletionCost) (void)Pin(pool, *s.drain, pods);
   if (metrics_ != nullptr) metrics_->Draining(pool.ns, pool.name, s.drain->pods.size());
   if (!changed) return;
   const api::AutoscalingSpec& a = pool.spec.autoscaling;
@@ -182,6 +186,10 @@ void PoolScaler::CancelDrain(const api::InferencePool& pool, State& s, const std
         "no longer draining " + Join(s.drain->pods) + ": " + why + "; they take work again");
     if (metrics_ != nullptr) metrics_->Drained(pool.ns, pool.name, "cancelled");
   }
+  EndDrain(pool, s);
+}
+
+void PoolScaler::EndDrain(const api::InferencePool& pool, State& s) {
   s.drain.reset();
   if (metrics_ != nullptr) metrics_->Draining(pool.ns, pool.name, 0);
 }
@@ -196,8 +204,7 @@ void PoolScaler::FollowWrittenDrain(const api::InferencePool& pool, State& s,
   // has not acted within the timeout.
   if (!any_left || pods.size() <= static_cast<std::size_t>(s.drain->to) ||
       now - *s.drain->written >= SecondsOf(pool.spec.autoscaling.drain_timeout_seconds)) {
-    s.drain.reset();
-    if (metrics_ != nullptr) metrics_->Draining(pool.ns, pool.name, 0);
+    EndDrain(pool, s);
   }
 }
 
@@ -211,8 +218,7 @@ kube::Result<bool> PoolScaler::ScaleIn(const std::string& key, const PoolObject&
     // The last scale-in's pods are still going: a further shrink waits for them; growing again
     // leaves them to the workload.
     if (replicas <= *s.written) return false;
-    s.drain.reset();
-    if (metrics_ != nullptr) metrics_->Draining(pool.ns, pool.name, 0);
+    EndDrain(pool, s);
     return Apply(key, pool, s, replicas, why);
   }
   if (replicas >= *s.written) {
@@ -232,12 +238,14 @@ kube::Result<bool> PoolScaler::ScaleIn(const std::string& key, const PoolObject&
     return false;
   }
   if (*order == ScaleInOrder::kNone) return Apply(key, pool, s, replicas, why);
-  if (!s.drain || s.drain->to != replicas) PlanDrain(key, pool, s, *order, replicas, now);
+  const bool plan = !s.drain || s.drain->to != replicas;
+  const bool pins = *order == ScaleInOrder::kDeletionCost;
+  std::vector<std::shared_ptr<const kube::PodView>> pods;
+  if (plan || pins) pods = ActivePods(pool);
+  if (plan) PlanDrain(key, pool, s, *order, replicas, pods, now);
   s.target = replicas;
   Drain& drain = *s.drain;
-
-  bool pinned = true;
-  if (*order == ScaleInOrder::kDeletionCost) pinned = Pin(pool, drain, ActivePods(pool));
+  const bool pinned = !pins || Pin(pool, drain, pods);
   const std::optional<double> in_flight = InFlight(key, pool, drain);
   // A zero counts once a scrape after the table marked them draining can have been seen.
   const auto settle = SecondsOf(pool.spec.metrics.interval_seconds + 1.0);

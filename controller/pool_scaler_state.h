@@ -68,9 +68,6 @@ struct PoolScaler::State {
   Clock::TimePoint writes_held_until{};
   std::optional<Drain> drain;
   std::optional<ScalingReport> report;
-
-  // A drain that has not written /scale yet.
-  bool DrainPending() const { return drain && !drain->written; }
 };
 
 }  // namespace eoc::controller
