@@ -1,21 +1,27 @@
-# The project's image, from Debian bookworm packages only. The build stage runs the unit tests
-# (the integration tests need a control plane: scripts/test runs them).
-#   docker build -t eoc-operator .
+# The controller's image: built from Debian bookworm packages, run from nothing but the binary, its
+# shared libraries, the CA bundle and a passwd file (no shell, no package manager), as user 65532.
+#   scripts/image build                     # here: buildah, no container engine (the README)
+#   docker build -t eoc-operator .          # elsewhere
+# The build steps are scripts/image-build's, which runs outside a container as well.
 FROM debian:bookworm AS build
 COPY scripts/bootstrap /src/scripts/bootstrap
-RUN /src/scripts/bootstrap --build-only
+RUN /src/scripts/bootstrap --image
 COPY . /src
-RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
- && cmake --build /build \
- && ctest --test-dir /build -L unit --output-on-failure
+# CCACHE_DIR: scripts/image mounts a cache there; without one it is an empty folder.
+RUN CCACHE_DIR=/ccache CCACHE_MAXSIZE=2G /src/scripts/image-build /src /rootfs
 
-FROM debian:bookworm-slim
-RUN apt-get update \
- && apt-get install -y --no-install-recommends libcpprest2.10 libyaml-cpp0.7 libssl3 \
-      libprometheus-cpp-core1.0 libspdlog1.10 libfmt9 ca-certificates \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=build /build/controller/eoc-controller /usr/local/bin/eoc-controller
-COPY --from=build /build/demo/eoc-kube-tour /usr/local/bin/eoc-kube-tour
+FROM scratch
+# scripts/image passes these: the project's version (CMakeLists.txt), the commit, the repository.
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG SOURCE=unknown
+COPY --from=build /rootfs/ /
 USER 65532:65532
-EXPOSE 8080 8081
+# The pick endpoint, /metrics, and /healthz and /readyz (eoc-controller --help).
+EXPOSE 8090 8080 8081
 ENTRYPOINT ["/usr/local/bin/eoc-controller"]
+LABEL org.opencontainers.image.title="eoc-operator" \
+      org.opencontainers.image.description="Energy- and carbon-aware routing and autoscaling for LLM inference pools on Kubernetes" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
