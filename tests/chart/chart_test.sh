@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The Helm chart without a cluster: `helm lint --strict`; its CRDs the same files as crds/; its
+# version the project's; the rendered manifests' security settings, probes, ports and RBAC (read
+# by tests/chart/manifests.py); the namespaced mode; and bad values refused at install with a
+# message that names them (values.schema.json, and the templates' own checks).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+chart=$root/charts/eoc-operator
+helm() { "$root/scripts/helm" "$@"; }
+py=/usr/bin/python3  # Debian's, with python3-yaml
+failures=0
+fail() {
+  echo "chart_test: FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+helm lint --strict "$chart" >&2 || fail "helm lint --strict"
+
+# The CRDs: the chart's crds/ holds exactly the files of crds/ (not its samples), byte for byte.
+want=$(cd "$root/crds" && find . -maxdepth 1 -type f -name '*.yaml' | sort)
+got=$(cd "$chart/crds" && find . -maxdepth 1 -type f | sort)
+[ "$want" = "$got" ] || fail "the chart's crds/ holds [$got], crds/ holds [$want]"
+for f in $want; do
+  cmp -s "$root/crds/$f" "$chart/crds/$f" || fail "charts/eoc-operator/crds/$f differs from crds/$f (copy it)"
+done
+
+version=$(sed -n 's/^project(eoc-operator VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+grep -qx "version: $version" "$chart/Chart.yaml" || fail "Chart.yaml's version is not $version"
+grep -qx "appVersion: \"$version\"" "$chart/Chart.yaml" || fail "Chart.yaml's appVersion is not $version"
+
+# The manifests, as installed by default and in the namespaced mode.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+helm template eoc-operator "$chart" --namespace eoc-system >"$work/default.yaml" || fail "helm template (defaults)"
+helm template eoc-operator "$chart" --namespace eoc-system --set 'watchNamespaces={team-a,team-b}' \
+  --set 'rbac.exporterNamespaces={gpu-operator}' --set rbac.podsProxy=true >"$work/namespaced.yaml" ||
+  fail "helm template (namespaced)"
+helm template eoc-operator "$chart" --namespace eoc-system --set serviceMonitor.enabled=true \
+  --set networkPolicy.enabled=true --set 'networkPolicy.gatewayNamespaces={gateways}' \
+  >"$work/optional.yaml" || fail "helm template (ServiceMonitor, NetworkPolicy)"
+$py "$root/tests/chart/manifests.py" "$work/default.yaml" "$work/namespaced.yaml" \
+  "$work/optional.yaml" || fail "the rendered manifests (above)"
+
+# Bad values: each refused, with a message naming what is wrong.
+refused() {
+  local want=$1
+  shift
+  local out
+  if out=$(helm template eoc-operator "$chart" "$@" 2>&1); then
+    fail "helm template $* was accepted"
+  elif ! grep -qF -- "$want" <<<"$out"; then
+    fail "helm template $*: the error does not say '$want': $out"
+  fi
+}
+refused "replicaCount" --set replicaCount=0
+refused "logLevel" --set controller.logLevel=loud
+refused "imagee" --set imagee.tag=x
+refused "podDeletionCost" --set controller.podDeletionCost=sometimes
+refused "port" --set pick.port=70000
+refused "watchNamespaces" --set 'watchNamespaces={Bad_Name}'
+refused "leaderElection.enabled=false allows one replica only (replicaCount is 2)" --set leaderElection.enabled=false
+refused "digest" --set image.digest=latest
+refused "extraArgs" --set 'controller.extraArgs={leader-elect}'
+refused "networkPolicy.gatewayNamespaces or networkPolicy.extraPickFrom" --set networkPolicy.enabled=true
+# One replica without leader election is fine.
+helm template eoc-operator "$chart" --set leaderElection.enabled=false --set replicaCount=1 >/dev/null ||
+  fail "one replica without leader election was refused"
+
+[ "$failures" -eq 0 ] || {
+  echo "chart_test: $failures failures" >&2
+  exit 1
+}
+echo "chart_test: ok" >&2
