@@ -76,6 +76,11 @@ class FleetTest : public NamespacedTest {
   virtual std::vector<NodeSpec> Nodes() const { return {{.name = UniqueName("node")}}; }
   // Flags the controller gets beside its kubeconfig, namespace and addresses.
   virtual std::vector<std::string> ControllerFlags() const { return {}; }
+  // The kubeconfig the controller runs with (default: the admin's).
+  virtual std::string ControllerKubeconfig() const { return plane_->Var("EOC_KUBECONFIG"); }
+  // Runs once the node agent has synced, before the controller starts (say, to give it an
+  // identity of its own for ControllerKubeconfig()).
+  virtual void BeforeController() {}
 
  private:
   void StartFleet(const std::string& address_base) {
@@ -87,6 +92,8 @@ class FleetTest : public NamespacedTest {
                                                                     .address_base = address_base});
     agent_->Start();
     ASSERT_TRUE(agent_->WaitForSync(kPatience));
+    BeforeController();
+    if (HasFatalFailure() || IsSkipped()) return;
     metrics_port_ = FreePort();
     pick_port_ = FreePort();
     controller_ = std::make_unique<ChildProcess>(ControllerArgs(metrics_port_, pick_port_),
@@ -99,7 +106,7 @@ class FleetTest : public NamespacedTest {
   std::vector<std::string> ControllerArgs(int metrics_port, int pick_port) const {
     std::vector<std::string> args{EOC_CONTROLLER,
                                   "--kubeconfig",
-                                  plane_->Var("EOC_KUBECONFIG"),
+                                  ControllerKubeconfig(),
                                   "--namespace",
                                   ns_,
                                   "--metrics-bind-address",

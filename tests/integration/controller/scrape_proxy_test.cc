@@ -3,11 +3,8 @@
 // through `GET /api/v1/namespaces/{ns}/pods/{name}:{port}/proxy/metrics`.
 //
 // The API server refuses to proxy to loopback (and link-local) pod IPs, so the workers here get
-// private addresses instead: the test adds a veth pair of its own in the host's network namespace
-// (a `dummy` link would do, but the dummy module is not always there), gives one end 10.231.X.1/24
-// and a `local` route over that /24, so every 10.231.X.Y binds on this host, and hands the node
-// agent 10.231.X.1 as its address base. Deleting the device at the end removes its addresses and
-// routes. Root (CI's user) is needed; without the permission the test is skipped.
+// private addresses of the test's own making (ProxyableAddresses). Root (CI's user) is needed;
+// without the permission the test is skipped.
 // Assertions are on what was scraped and counted, never on how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,6 +18,7 @@
 #include "eventually.h"
 #include "fleet_test.h"
 #include "manifests.h"
+#include "proxyable_addresses.h"
 
 namespace eoc::controller {
 namespace {
@@ -28,61 +26,9 @@ namespace {
 using nlohmann::json;
 using testing::Eventually;
 using testing::kPatience;
+using testing::ProxyableAddresses;
 using testing::Sample;
 namespace resources = kube::resources;
-
-// Runs a shell command, its output kept out of the log; true when it exits 0 within 30 s.
-bool Run(const std::string& command) {
-  testing::ChildProcess shell({"/bin/sh", "-c", command + " >/dev/null 2>&1"});
-  const auto status = shell.WaitFor(std::chrono::seconds(30));
-  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
-}
-
-// A veth pair of this process's own (eoc-px<pid>, eoc-px<pid>p), one end holding 10.231.X.1/24
-// and a local route over 10.231.X.0/24. A device left by a killed run of the same pid is deleted
-// first; the destructor deletes it (its addresses and routes go with it).
-class ProxyableAddresses {
- public:
-  ProxyableAddresses()
-      : device_("eoc-px" + std::to_string(getpid())),
-        subnet_("10.231." + std::to_string(getpid() % 250) + ".") {}
-  ~ProxyableAddresses() {
-    if (created_) (void)Run("ip link del " + device_);
-  }
-  ProxyableAddresses(const ProxyableAddresses&) = delete;
-  ProxyableAddresses& operator=(const ProxyableAddresses&) = delete;
-  ProxyableAddresses(ProxyableAddresses&&) = delete;
-  ProxyableAddresses& operator=(ProxyableAddresses&&) = delete;
-
-  // "" on success, else why the device could not be made.
-  std::string Create() {
-    if (geteuid() != 0) return "not root: cannot add a network device";
-    if (!Run("command -v ip")) return "the ip command (iproute2) is not on PATH";
-    (void)Run("ip link del " + device_);  // left over from a killed run
-    if (!Run("ip link add " + device_ + " type veth peer name " + device_ + "p")) {
-      return "`ip link add " + device_ + " type veth` failed (no permission to add devices?)";
-    }
-    created_ = true;
-    const std::vector<std::string> steps = {
-        "ip addr add " + subnet_ + "1/24 dev " + device_,
-        "ip link set " + device_ + " up",
-        "ip link set " + device_ + "p up",
-        "ip route add local " + subnet_ + "0/24 dev " + device_ + " table local",
-    };
-    for (const auto& step : steps) {
-      if (!Run(step)) return "`" + step + "` failed";
-    }
-    return "";
-  }
-
-  std::string base() const { return subnet_ + "1"; }
-  const std::string& subnet() const { return subnet_; }
-
- private:
-  std::string device_;
-  std::string subnet_;  // "10.231.X."
-  bool created_ = false;
-};
 
 json ProxyPool(const std::string& app) {
   return testing::PoolOf(

@@ -1,0 +1,410 @@
+// Least privilege, proven on the API server's audit log (the shared control plane runs with
+// `scripts/control-plane start --audit-log`): the chart is installed with real helm for the
+// test's namespace; the eoc-controller binary runs with the token of the chart's ServiceAccount
+// and the arguments of the chart's Deployment, and goes through a scenario that uses every
+// permission: pools scraped through pods/proxy and weighed by a watched ConfigMap's grid
+// intensities, scaling up and down with a drain that pins pods, down to zero and back up on a
+// pick waiting on a second replica (its demand annotation), status writes (one after a conflict),
+// Events (a repeat counted by a patch), and the Lease (taken again after another held it). Then:
+// no request was refused (no 403), the set of (namespace, group, resource, verb) it used, read
+// from the audit log, equals the set the chart grants, and what it does not need is refused
+// (Secrets, deleting Deployments, other namespaces).
+// The chart is installed with rbac.scaleTargets at Deployments only (the scenario scales one;
+// StatefulSets take the same two verbs). Assertions are on what was asked and granted, never on
+// how fast.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rfc3339.h"
+#include "common/text.h"
+#include "eventually.h"
+#include "files.h"
+#include "fleet_test.h"
+#include "http_get.h"
+#include "manifests.h"
+#include "proxyable_addresses.h"
+#include "raw_client.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::kPatience;
+using testing::Sample;
+namespace resources = kube::resources;
+
+const kube::ResourceRef kServiceAccounts{"", "v1", "serviceaccounts"};
+const kube::ResourceRef kSecrets{"", "v1", "secrets"};
+const kube::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
+const kube::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
+const kube::ResourceRef kAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews", false};
+
+constexpr const char* kRelease = "eoc-operator";  // names the chart's objects eoc-operator
+constexpr const char* kRegion = "zone-rbac";
+
+// A permission as RBAC and the audit log both name it.
+std::string Access(const std::string& ns, const std::string& group, const std::string& resource,
+                   const std::string& verb) {
+  return verb + " " + (group.empty() ? "" : group + "/") + resource +
+         (ns.empty() ? " (cluster)" : " in " + ns);
+}
+
+// Runs argv to its end (at most two minutes); its output, or the test fails with it.
+std::string RunToEnd(const std::vector<std::string>& argv) {
+  testing::ChildProcess child(argv, /*merge_stderr=*/true);
+  const auto status = child.WaitFor(std::chrono::minutes(2));
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << argv[0] << " " << argv[1] << ": " << child.Output();
+  return child.Output();
+}
+
+class ChartRbacTest : public testing::FleetTest {
+ protected:
+  void MakeAddresses() override {
+    addresses_ = std::make_unique<testing::ProxyableAddresses>();
+    if (const std::string why = addresses_->Create(); !why.empty()) {
+      GTEST_SKIP() << "cannot make pod addresses for the API server to proxy to: " << why;
+    }
+  }
+  std::string AddressBase() const override { return addresses_->base(); }
+  std::vector<testing::NodeSpec> Nodes() const override {
+    return {{.name = testing::UniqueName("node"),
+             .labels = {{"nvidia.com/gpu.product", "NVIDIA-A100"},
+                        {"topology.kubernetes.io/region", kRegion}},
+             .gpus = 8}};
+  }
+
+  // The chart, for the test's namespace, in a namespace of its own; the ServiceAccount's token
+  // in a kubeconfig; the Deployment's arguments for the controller.
+  void BeforeController() override {
+    if (plane_->Var("EOC_KUBE_AUDIT_LOG").empty()) {
+      GTEST_SKIP() << "the control plane runs without an audit log (start it with --audit-log)";
+    }
+    release_ns_ = ns_ + "-eoc";
+    ASSERT_TRUE(
+        client_->Create(resources::kNamespaces, "", {{"metadata", {{"name", release_ns_}}}}));
+    values_ = dir_.Write(
+        "values.yaml", "watchNamespaces: [" + ns_ + "]\n" +
+                           "rbac:\n  podsProxy: true\n"
+                           "  scaleTargets:\n    - apiGroup: apps\n      resources: [deployments]\n"
+                           "controller:\n  podDeletionCost: always\n");
+    RunToEnd({kHelm, "install", kRelease, kChart, "--namespace", release_ns_, "--kubeconfig",
+              plane_->Var("EOC_KUBECONFIG"), "--values", values_});
+    installed_ = true;
+
+    // The ServiceAccount's token, from the Secret the token controller makes for it (1.20).
+    std::string token;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto sa = client_->Get(kServiceAccounts, release_ns_, kRelease);
+          if (!sa || !sa->contains("secrets") || (*sa)["secrets"].empty()) return false;
+          auto secret =
+              client_->Get(kSecrets, release_ns_, (*sa)["secrets"][0].value("name", std::string()));
+          if (!secret || !secret->contains("data")) return false;
+          const auto decoded = Base64Decode((*secret)["data"].value("token", std::string()));
+          if (!decoded || decoded->empty()) return false;
+          token = *decoded;
+          return true;
+        },
+        kPatience));
+    kubeconfig_ = dir_.Write(
+        "kubeconfig",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n"
+        "    server: " +
+            plane_->server() + "\n    certificate-authority: " + plane_->Var("EOC_KUBE_CA") +
+            "\nusers:\n- name: sa\n  user:\n    token: " + token +
+            "\ncontexts:\n- name: sa\n  context:\n    cluster: local\n    user: sa\n"
+            "current-context: sa\n");
+
+    // The controller's arguments, as the chart's Deployment gives them, less the namespace and
+    // addresses that FleetTest sets (the same namespace; loopback ports).
+    auto deployment = client_->Get(resources::kDeployments, release_ns_, kRelease);
+    ASSERT_TRUE(deployment);
+    for (const json& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"]) {
+      const auto a = arg.get<std::string>();
+      if (a.starts_with("--namespace=") || a.find("-bind-address=") != std::string::npos) continue;
+      chart_args_.push_back(a);
+    }
+    ASSERT_THAT(chart_args_, ::testing::Contains("--leader-elect"));
+  }
+  std::string ControllerKubeconfig() const override { return kubeconfig_; }
+  std::vector<std::string> ControllerFlags() const override {
+    std::vector<std::string> flags = chart_args_;
+    flags.emplace_back("--autoscaler-tick-ms=250");
+    return flags;
+  }
+
+  void TearDown() override {
+    FleetTest::TearDown();
+    if (installed_) {
+      (void)RunToEnd({kHelm, "uninstall", kRelease, "--namespace", release_ns_, "--kubeconfig",
+                      plane_->Var("EOC_KUBECONFIG")});
+    }
+    if (!release_ns_.empty()) (void)client_->Delete(resources::kNamespaces, "", release_ns_);
+    addresses_.reset();  // after the workers stopped
+  }
+
+  std::string User() const { return "system:serviceaccount:" + release_ns_ + ":" + kRelease; }
+
+  // What the ServiceAccount asked for, from the audit log: the permissions, and the requests
+  // refused with 403.
+  struct Audited {
+    std::set<std::string> used;
+    std::vector<std::string> forbidden;
+  };
+  Audited ReadAudit() const {
+    Audited out;
+    std::ifstream log(plane_->Var("EOC_KUBE_AUDIT_LOG"));
+    std::string line;
+    while (std::getline(log, line)) {
+      const json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!e.is_object() || e["user"].value("username", "") != User()) continue;
+      if (!e.contains("objectRef")) continue;  // /version, discovery: every client may read them
+      const json& ref = e["objectRef"];
+      std::string resource = ref.value("resource", "");
+      if (ref.contains("subresource")) resource += "/" + ref.value("subresource", "");
+      const std::string access = Access(ref.value("namespace", ""), ref.value("apiGroup", ""),
+                                        resource, e.value("verb", ""));
+      out.used.insert(access);
+      if (e.contains("responseStatus") && e["responseStatus"].value("code", 0) == 403) {
+        out.forbidden.push_back(access + ": " + e.value("requestURI", ""));
+      }
+    }
+    return out;
+  }
+  bool Used(const std::string& access) const { return ReadAudit().used.contains(access); }
+
+  // What the chart's Roles and ClusterRoles grant.
+  std::set<std::string> Granted() const {
+    std::set<std::string> out;
+    const std::string selector = "app.kubernetes.io/instance=" + std::string(kRelease);
+    auto add = [&](const std::string& ns, const json& role) {
+      for (const json& rule : role.value("rules", json::array())) {
+        for (const json& g : rule["apiGroups"]) {
+          for (const json& r : rule["resources"]) {
+            for (const json& v : rule["verbs"]) out.insert(Access(ns, g, r, v));
+          }
+        }
+      }
+    };
+    for (const std::string& ns : {ns_, release_ns_}) {
+      auto roles = client_->List(kRoles, ns, {.label_selector = selector});
+      EXPECT_TRUE(roles);
+      if (roles) {
+        for (const json& role : roles->items) add(ns, role);
+      }
+    }
+    auto cluster = client_->List(kClusterRoles, "", {.label_selector = selector});
+    EXPECT_TRUE(cluster);
+    if (cluster) {
+      for (const json& role : cluster->items) {
+        // Only this test's release: another namespace's install of the chart has the same label.
+        if (role["metadata"].value("name", "").starts_with(kRelease)) add("", role);
+      }
+    }
+    return out;
+  }
+
+  // Whether the ServiceAccount may `verb` `resource` (of `group`) in `ns` ("" cluster-wide).
+  bool Allowed(const std::string& verb, const std::string& group, const std::string& resource,
+               const std::string& ns) const {
+    json attributes = {{"verb", verb}, {"group", group}, {"resource", resource}};
+    if (!ns.empty()) attributes["namespace"] = ns;
+    const json review = {{"apiVersion", "authorization.k8s.io/v1"},
+                         {"kind", "SubjectAccessReview"},
+                         {"spec",
+                          {{"user", User()},
+                           {"groups",
+                            {"system:serviceaccounts", "system:serviceaccounts:" + release_ns_,
+                             "system:authenticated"}},
+                           {"resourceAttributes", attributes}}}};
+    auto answer = client_->Create(kAccessReviews, "", review);
+    EXPECT_TRUE(answer) << answer.error().ToString();
+    return answer && (*answer)["status"].value("allowed", false);
+  }
+
+  std::int32_t SpecReplicas() const {
+    auto d = client_->Get(resources::kDeployments, ns_, "w");
+    return d ? (*d)["spec"].value("replicas", -1) : -1;
+  }
+  void SetLoad(std::int64_t running) {
+    for (const std::string& pod : RunningPods("w")) {
+      if (auto worker = agent_->Worker(ns_, pod)) worker->SetLoad({.running = running});
+    }
+  }
+  // The largest count of the Events of `reason` in `ns`.
+  std::int64_t EventCount(const std::string& ns, const std::string& reason) const {
+    std::int64_t most = 0;
+    auto list = client_->List(resources::kEvents, ns, {.field_selector = "reason=" + reason});
+    if (list) {
+      for (const json& e : list->items) {
+        most = std::max(most, e.value("count", std::int64_t{1}));  // a first one may carry none
+      }
+    }
+    return most;
+  }
+  // The Events of `ns`, as "reason count message" lines, for failure messages.
+  std::string Events(const std::string& ns) const {
+    std::string out;
+    auto list = client_->List(resources::kEvents, ns, {});
+    if (list) {
+      for (const json& e : list->items) {
+        out += e.value("reason", "") + " " + std::to_string(e.value("count", 0)) + " " +
+               e.value("message", "") + "\n";
+      }
+    }
+    return out;
+  }
+  bool SetSpec(const json& spec) {
+    return static_cast<bool>(
+        client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge, {{"spec", spec}}));
+  }
+
+  static constexpr const char* kHelm = EOC_SOURCE_DIR "/scripts/helm";
+  static constexpr const char* kChart = EOC_SOURCE_DIR "/charts/eoc-operator";
+  std::unique_ptr<testing::ProxyableAddresses> addresses_;
+  testing::TempDir dir_;
+  std::string release_ns_;
+  std::string values_;
+  std::string kubeconfig_;
+  std::vector<std::string> chart_args_;
+  bool installed_ = false;
+};
+
+TEST_F(ChartRbacTest, TheControllerUsesExactlyWhatTheChartGrantsAndNothingElse) {
+  const std::string leading = "eoc_leader_election_leading{lease=\"eoc-operator\"}";
+  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), leading) == 1; }, kPatience))
+      << controller_->Output();
+
+  // A pool scraped through pods/proxy, weighed by a ConfigMap's grid intensity, scaling its
+  // Deployment between 0 and 3 with short delays.
+  ASSERT_TRUE(client_->Create(resources::kConfigMaps, ns_,
+                              {{"metadata", {{"name", "grid"}}}, {"data", {{kRegion, "100"}}}}));
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  json pool = testing::PoolOf(
+      "w", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}, {"access", "APIServerProxy"}});
+  pool["spec"]["scaleTargetRef"] = {
+      {"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "w"}};
+  pool["spec"]["routing"] = {{"strategy", "CarbonWeighted"}};
+  pool["spec"]["energy"] = {{"source", "Static"},
+                            {"profiles",
+                             {{{"accelerator", "NVIDIA-A100"},
+                               {"idleWatts", 100},
+                               {"maxWatts", 400},
+                               {"maxTokensPerSecond", 2400}}}}};
+  pool["spec"]["carbon"] = {{"configMapRef", {{"name", "grid"}}}};
+  pool["spec"]["autoscaling"] = {{"minReplicas", 0},           {"maxReplicas", 3},
+                                 {"targetOngoingRequests", 4}, {"upscaleDelaySeconds", 2},
+                                 {"downscaleDelaySeconds", 2}, {"downscaleToZeroDelaySeconds", 2},
+                                 {"lookBackPeriodSeconds", 2}, {"drainTimeoutSeconds", 5}};
+  ASSERT_TRUE(client_->Create(testing::kPools, ns_, pool));
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  SetLoad(12);
+  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), Scrapes("w", "ok")) > 0; }, kPatience))
+      << controller_->Output();
+
+  // Up to 3 under load, then down (draining, the pods pinned) to zero without it.
+  ASSERT_TRUE(Eventually([&] { return SpecReplicas() == 3; }, kPatience)) << controller_->Output();
+  ASSERT_EQ(AwaitRunningPods("w", 3).size(), 3U);
+  SetLoad(0);
+  ASSERT_TRUE(
+      Eventually([&] { return SpecReplicas() == 0 && RunningPods("w").empty(); }, kPatience))
+      << controller_->Output();
+
+  // A second replica, as the chart runs two: a pick waiting on it brings the pool back (its
+  // demand annotation).
+  const int follower_metrics = testing::FreePort();
+  const int follower_picks = testing::FreePort();
+  testing::ChildProcess follower(ControllerArgs(follower_metrics, follower_picks),
+                                 /*merge_stderr=*/true);
+  const std::string workers = R"(eoc_pool_workers{namespace=")" + ns_ + R"(",pool="w"})";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string page = testing::HttpGet(follower_metrics, "/metrics").body;
+        return Sample(page, leading) == 0 && Sample(page, workers) == 0;
+      },
+      kPatience))
+      << follower.Output();
+  const std::string body = json{{"pool", ns_ + "/w"}, {"prompt_tokens", 1}}.dump();
+  testing::RawClient picks(static_cast<std::uint16_t>(follower_picks));
+  ASSERT_TRUE(picks.Send("POST /v1/pick HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::optional<testing::RawResponse> answer;
+  for (int i = 0; i < 9 && !answer; ++i) answer = picks.ReadResponse();
+  ASSERT_TRUE(answer) << follower.Output() << controller_->Output();
+  EXPECT_EQ(answer->status, 200) << answer->body;
+  follower.Signal(SIGTERM);
+  (void)follower.WaitFor(std::chrono::seconds(30));
+
+  // The same invalid spec twice: its second InvalidSpec Event is the first, counted again.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(SetSpec({{"autoscaling", {{"minReplicas", 5}}}}));  // above maxReplicas
+    ASSERT_TRUE(Eventually([&] { return EventCount(ns_, "InvalidSpec") == round + 1; }, kPatience))
+        << "round " << round << ":\n"
+        << Events(ns_);
+    ASSERT_TRUE(SetSpec({{"autoscaling", {{"minReplicas", 0}}}}));
+    ASSERT_TRUE(Eventually([&] { return EventCount(ns_, "Valid") >= round + 1; }, kPatience));
+  }
+
+  // A status write that conflicts (the pool changed after the controller read it): it reads
+  // the pool again. Spec changes each ask for a write, annotations race them.
+  const std::string reread = Access(ns_, "eoc.dev", "inferencepools", "get");
+  for (int i = 0; i < 300 && !Used(reread); ++i) {
+    ASSERT_TRUE(SetSpec({{"routing", {{"publishThreshold", 50 + (i % 2)}}}}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(i % 20));
+    ASSERT_TRUE(
+        client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge,
+                       {{"metadata", {{"annotations", {{"test/nudge", std::to_string(i)}}}}}}));
+  }
+  EXPECT_TRUE(Used(reread)) << "no status write conflicted";
+
+  // The Lease taken by someone else (as by a replica cut off and back): the controller stops
+  // leading, takes the Lease again once it lapses, and its LeaderElection Event counts twice.
+  ASSERT_TRUE(
+      client_->Patch(resources::kLeases, release_ns_, "eoc-operator", kube::PatchType::kMerge,
+                     {{"spec",
+                       {{"holderIdentity", "someone-else"},
+                        {"renewTime", FormatRfc3339Micro(std::chrono::system_clock::now())}}}}));
+  ASSERT_TRUE(Eventually([&] { return EventCount(release_ns_, "LeaderElection") >= 2; }, kPatience))
+      << controller_->Output();
+
+  // Nothing was refused, and what it used is what the chart grants.
+  const Audited audited = ReadAudit();
+  EXPECT_THAT(audited.forbidden, ::testing::IsEmpty());
+  const std::set<std::string> granted = Granted();
+  std::vector<std::string> unused;
+  std::vector<std::string> ungranted;
+  for (const std::string& g : granted) {
+    if (!audited.used.contains(g)) unused.push_back(g);
+  }
+  for (const std::string& u : audited.used) {
+    if (!granted.contains(u)) ungranted.push_back(u);
+  }
+  EXPECT_THAT(unused, ::testing::IsEmpty()) << "granted but never used";
+  EXPECT_THAT(ungranted, ::testing::IsEmpty()) << "used but not granted";
+
+  // What it does not need, it may not do.
+  EXPECT_FALSE(Allowed("get", "", "secrets", ns_));
+  EXPECT_FALSE(Allowed("list", "", "secrets", ""));
+  EXPECT_FALSE(Allowed("delete", "apps", "deployments", ns_));
+  EXPECT_FALSE(Allowed("update", "apps", "deployments", ns_));
+  EXPECT_FALSE(Allowed("create", "", "pods", ns_));
+  EXPECT_FALSE(Allowed("list", "", "pods", "default"));
+  EXPECT_FALSE(Allowed("list", "eoc.dev", "inferencepools", "default"));
+  EXPECT_TRUE(Allowed("list", "", "pods", ns_));  // and the check can say yes
+}
+
+}  // namespace
+}  // namespace eoc::controller
