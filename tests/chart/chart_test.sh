@@ -42,6 +42,27 @@ helm template eoc-operator "$chart" --namespace eoc-system --set serviceMonitor.
 $py "$root/tests/chart/manifests.py" "$work/default.yaml" "$work/namespaced.yaml" \
   "$work/optional.yaml" || fail "the rendered manifests (above)"
 
+# The alerts: the PrometheusRule's rules pass promtool check rules, and promtool test rules
+# (tests/chart/alerts_test.yaml) fires each in its scenario and none while the fleet is healthy.
+helm template eoc-operator "$chart" --namespace eoc-system --set prometheusRule.enabled=true \
+  --show-only templates/prometheusrule.yaml >"$work/prometheusrule.yaml" || fail "helm template (PrometheusRule)"
+$py - "$work/prometheusrule.yaml" "$work/rules.yaml" <<'PY' || fail "no rules in the PrometheusRule"
+import sys, yaml
+rule = yaml.safe_load(open(sys.argv[1]))
+assert rule["kind"] == "PrometheusRule" and rule["spec"]["groups"]
+yaml.safe_dump({"groups": rule["spec"]["groups"]}, open(sys.argv[2], "w"), sort_keys=False)
+PY
+promtool check rules "$work/rules.yaml" >&2 || fail "promtool check rules"
+cp "$root/tests/chart/alerts_test.yaml" "$work/"
+promtool test rules "$work/alerts_test.yaml" >&2 || fail "promtool test rules (tests/chart/alerts_test.yaml)"
+alerts=$(grep -c '^ *- alert: ' "$work/rules.yaml")
+tested=$(grep -o 'alertname: Eoc[A-Za-z]*' "$root/tests/chart/alerts_test.yaml" | sort -u | wc -l)
+[ "$alerts" -eq "$tested" ] || fail "$alerts alerts, $tested of them tested"
+# Without leader election there is no Lease to alert on.
+helm template eoc-operator "$chart" --set prometheusRule.enabled=true --set leaderElection.enabled=false \
+  --set replicaCount=1 --show-only templates/prometheusrule.yaml | grep -q EocNoLeader &&
+  fail "EocNoLeader without leader election"
+
 # Bad values: each refused, with a message naming what is wrong.
 refused() {
   local want=$1

@@ -95,7 +95,7 @@ check(one(default, "Service", "eoc-operator-pick-headless").get("spec", {}).get(
       "the headless Service has a cluster IP")
 pdb = one(default, "PodDisruptionBudget")
 check(pdb.get("spec", {}).get("minAvailable") == 1, "PDB minAvailable is not 1")
-for kind in ("ServiceMonitor", "NetworkPolicy", "Role"):
+for kind in ("ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Role"):
     check(not [d for d in default if d["kind"] == kind and "leader-election" not in d["metadata"]["name"]],
           f"a {kind} is rendered by default")
 
