@@ -160,7 +160,10 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
     options_.scrape->SetPool(
         ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool)));
   }
-  if (metrics_ != nullptr) metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
+  if (metrics_ != nullptr) {
+    metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
+    metrics_->SetRoutingWeights(pool.ns, pool.name, pool.status.routing);
+  }
   // Every replica tracks the pools to scale, so that whichever leads has them.
   if (options_.scaling != nullptr && pool.errors.empty() && pool.spec.autoscaling.enabled &&
       pool.spec.scale_target_ref) {

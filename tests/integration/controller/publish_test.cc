@@ -57,6 +57,13 @@ TEST_F(PublishIntegrationTest, WeightsFollowTheLoadAndSteadyLoadsWriteNothing) {
   agent_->Worker(ns_, pods[1])->SetLoad({.running = 1});
   ASSERT_TRUE(Eventually([&] { return published(0, 1000); }, kPatience)) << controller_->Output();
   const std::int64_t moved = generation;
+  // /metrics shows the published weights, once the table's watch event has reached the cache.
+  const auto weight = [&](const std::string& pod) {
+    return Sample(Metrics(), Series("eoc_worker_routing_weight", "w", pod));
+  };
+  EXPECT_TRUE(
+      Eventually([&] { return weight(pods[0]) == 0 && weight(pods[1]) == 1000; }, kPatience))
+      << Metrics();
 
   // A small move: the weights stay, and so does the table's generation, over several scrapes.
   agent_->Worker(ns_, pods[0])->SetLoad({.running = 17});
