@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Helm chart without a cluster: `helm lint --strict`; its CRDs the same files as crds/; its
 # version the project's; the rendered manifests' security settings, probes, ports and RBAC (read
-# by tests/chart/manifests.py); the namespaced mode; and bad values refused at install with a
-# message that names them (values.schema.json, and the templates' own checks).
+# by tests/chart/manifests.py); the namespaced mode; the alerts (promtool); the dashboard's
+# structure (tests/chart/dashboard.py); and bad values refused at install with a message that
+# names them (values.schema.json, and the templates' own checks).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -62,6 +63,14 @@ tested=$(grep -o 'alertname: Eoc[A-Za-z]*' "$root/tests/chart/alerts_test.yaml" 
 helm template eoc-operator "$chart" --set prometheusRule.enabled=true --set leaderElection.enabled=false \
   --set replicaCount=1 --show-only templates/prometheusrule.yaml | grep -q EocNoLeader &&
   fail "EocNoLeader without leader election"
+
+# The dashboard: its structure, its queries parsed by promtool, and the ConfigMap that ships it.
+helm template eoc-operator "$chart" --set grafanaDashboard.enabled=true \
+  --show-only templates/grafana-dashboard.yaml >"$work/dashboard-configmap.yaml" ||
+  fail "helm template (the dashboard's ConfigMap)"
+$py "$root/tests/chart/dashboard.py" "$chart/dashboards/eoc-operator.json" "$root/README.md" \
+  "$work/dashboard-configmap.yaml" "$work/dashboard-rules.yaml" || fail "the dashboard (above)"
+promtool check rules "$work/dashboard-rules.yaml" >&2 || fail "the dashboard's queries do not parse"
 
 # Bad values: each refused, with a message naming what is wrong.
 refused() {
