@@ -54,6 +54,7 @@ void ScalerMetrics::Observe(const std::string& ns, const std::string& pool, cons
   delay_.Add({{"namespace", ns}, {"pool", pool}, {"direction", kUp}}).Set(tick.delay_up_seconds);
   delay_.Add({{"namespace", ns}, {"pool", pool}, {"direction", kDown}})
       .Set(tick.delay_down_seconds);
+  draining_.Add({{"namespace", ns}, {"pool", pool}});  // 0 until a drain, not absent
 }
 
 void ScalerMetrics::Decided(const std::string& ns, const std::string& pool,

@@ -30,6 +30,7 @@ TEST(ScalerMetrics, EachFamilyPerPoolAndNothingLeftOnceThePoolGoes) {
   m.Drained("prod", "chat", "timeout");
   m.Drained("prod", "chat", "timeout");
   m.Draining("prod", "other", 1);
+  m.Observe("prod", "idle", {.desired = 1, .target = 1, .current = 1});
 
   const std::string text = metrics.Serialize();
   const std::string chat = R"(namespace="prod",pool="chat")";
@@ -43,6 +44,9 @@ TEST(ScalerMetrics, EachFamilyPerPoolAndNothingLeftOnceThePoolGoes) {
   EXPECT_THAT(text, HasSubstr("eoc_autoscaler_draining_workers{" + chat + "} 2"));
   EXPECT_THAT(text, HasSubstr("eoc_autoscaler_drains_total{" + chat + ",reason=\"drained\"} 1"));
   EXPECT_THAT(text, HasSubstr("eoc_autoscaler_drains_total{" + chat + ",reason=\"timeout\"} 2"));
+  // A pool that never drained shows 0 draining workers, not nothing (a dashboard plots it).
+  EXPECT_THAT(text,
+              HasSubstr(R"(eoc_autoscaler_draining_workers{namespace="prod",pool="idle"} 0)"));
   testing::TempDir dir;
   const std::string file = dir.Write("metrics.txt", text);
   // NOLINTNEXTLINE(concurrency-mt-unsafe): one call, no other thread uses the environment
