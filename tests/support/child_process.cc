@@ -132,4 +132,11 @@ void ChildProcess::Read(int fd) {
   close(fd);
 }
 
+RunResult RunToExit(const std::vector<std::string>& argv, std::chrono::milliseconds limit) {
+  ChildProcess child(argv, /*merge_stderr=*/true);
+  const auto status = child.WaitFor(limit);
+  return {.ok = status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0,
+          .output = child.Output()};
+}
+
 }  // namespace eoc::testing

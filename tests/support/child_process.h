@@ -6,6 +6,9 @@
 //   auto at = p.WaitFor("LEADING x", std::chrono::seconds(30));   // nullopt on timeout
 //   p.Signal(SIGTERM);
 //   int status = p.Wait();
+//
+//   eoc::testing::RunResult r = eoc::testing::RunToExit({"/bin/sh", "-c", "helm version"});
+//   EXPECT_TRUE(r.ok) << r.output;
 #pragma once
 
 #include <sys/types.h>
@@ -63,5 +66,14 @@ class ChildProcess {
   std::vector<Line> lines_;  // guarded by mu_
   std::thread reader_;
 };
+
+// A command run to its end: whether it exited 0 within the limit, and what it wrote (stdout and
+// stderr, each line indented, as ChildProcess::Output()).
+struct RunResult {
+  bool ok = false;
+  std::string output;
+};
+RunResult RunToExit(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds limit = std::chrono::minutes(2));
 
 }  // namespace eoc::testing

@@ -1,20 +1,16 @@
 // The dashboard and alerts against a real Prometheus (Debian's, on loopback): it scrapes the
 // eoc-controller binary and its fake vLLM workers every second and evaluates the chart's alert
-// rules (rendered by helm with `for` shortened to seconds). With picks flowing to a healthy
+// rules (scripts/alert-rules, with `for` shortened to seconds). With picks flowing to a healthy
 // autoscaled pool, every query of every dashboard panel returns series and no alert fires; a pool
 // whose Deployment has no pods fires EocPoolNoReadyWorkers and, once picks for it fail,
 // EocPickErrors, for that pool only; the controller stopped fires EocNoLeader. Assertions are on
 // what Prometheus answers, never on how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -29,6 +25,7 @@
 #include "files.h"
 #include "fleet_test.h"
 #include "http_get.h"
+#include "kube/types.h"
 #include "manifests.h"
 #include "raw_client.h"
 
@@ -41,29 +38,6 @@ using testing::kPatience;
 namespace resources = kube::resources;
 
 constexpr const char* kRegion = "zone-obs";
-
-// `text` with every byte outside [A-Za-z0-9-_.~] percent-encoded, for a query string.
-std::string UrlEncode(const std::string& text) {
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      std::array<char, 4> hex{};
-      std::snprintf(hex.data(), hex.size(), "%%%02X", c);
-      out += hex.data();
-    }
-  }
-  return out;
-}
-
-// Runs `command` with /bin/sh; true when it exits 0 within two minutes.
-bool Shell(const std::string& command, std::string* output = nullptr) {
-  testing::ChildProcess shell({"/bin/sh", "-c", command}, /*merge_stderr=*/true);
-  const auto status = shell.WaitFor(std::chrono::minutes(2));
-  if (output != nullptr) *output = shell.Output();
-  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
-}
 
 class ObservabilityTest : public testing::FleetTest {
  protected:
@@ -90,16 +64,12 @@ class ObservabilityTest : public testing::FleetTest {
   // second and evaluating the chart's alert rules, each condition held for 2 s.
   void StartPrometheus(const std::vector<std::string>& workers) {
     const std::string rules = dir_.Path("rules.yaml");
-    std::string out;
-    ASSERT_TRUE(
-        Shell(std::string(EOC_SOURCE_DIR) + "/scripts/helm template eoc-operator " +
-                  EOC_SOURCE_DIR + "/charts/eoc-operator --set prometheusRule.enabled=true" +
-                  " --set prometheusRule.for=2s --set prometheusRule.scalingStuckFor=2s" +
-                  " --show-only templates/prometheusrule.yaml | /usr/bin/python3 -c '" +
-                  "import sys, yaml; r = yaml.safe_load(sys.stdin); " +
-                  "yaml.safe_dump({\"groups\": r[\"spec\"][\"groups\"]}, sys.stdout)' > " + rules,
-              &out))
-        << out;
+    const testing::RunResult rendered =
+        testing::RunToExit({"/bin/sh", "-c",
+                            EOC_SOURCE_DIR "/scripts/alert-rules --set prometheusRule.for=2s"
+                                           " --set prometheusRule.scalingStuckFor=2s > " +
+                                rules});
+    ASSERT_TRUE(rendered.ok) << rendered.output;
     std::string targets;
     for (const std::string& w : workers) targets += (targets.empty() ? "'" : ", '") + w + "'";
     const std::string config =
@@ -129,7 +99,7 @@ class ObservabilityTest : public testing::FleetTest {
   // Prometheus's answer to an instant query: its result vector (empty when it failed).
   json Query(const std::string& expr) const {
     const auto answer =
-        testing::HttpGet(prometheus_port_, "/api/v1/query?query=" + UrlEncode(expr));
+        testing::HttpGet(prometheus_port_, "/api/v1/query?query=" + kube::PercentEncode(expr));
     const json body = json::parse(answer.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || body.value("status", "") != "success") return json::array();
     return body["data"].value("result", json::array());

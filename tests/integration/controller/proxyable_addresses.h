@@ -10,7 +10,6 @@
 //   ... NodeAgentOptions{.address_base = addresses.base()} ...
 #pragma once
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,9 +22,7 @@ namespace eoc::testing {
 
 // Runs a shell command, its output kept out of the log; true when it exits 0 within 30 s.
 inline bool RunQuietly(const std::string& command) {
-  ChildProcess shell({"/bin/sh", "-c", command + " >/dev/null 2>&1"});
-  const auto status = shell.WaitFor(std::chrono::seconds(30));
-  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+  return RunToExit({"/bin/sh", "-c", command + " >/dev/null 2>&1"}, std::chrono::seconds(30)).ok;
 }
 
 // A veth pair of this process's own (eoc-px<pid>, eoc-px<pid>p), one end holding 10.231.X.1/24

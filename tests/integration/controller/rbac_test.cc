@@ -14,7 +14,6 @@
 // how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <csignal>
@@ -61,13 +60,10 @@ std::string Access(const std::string& ns, const std::string& group, const std::s
          (ns.empty() ? " (cluster)" : " in " + ns);
 }
 
-// Runs argv to its end (at most two minutes); its output, or the test fails with it.
-std::string RunToEnd(const std::vector<std::string>& argv) {
-  testing::ChildProcess child(argv, /*merge_stderr=*/true);
-  const auto status = child.WaitFor(std::chrono::minutes(2));
-  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
-      << argv[0] << " " << argv[1] << ": " << child.Output();
-  return child.Output();
+// Runs argv to its end (at most two minutes); the test fails with its output unless it succeeds.
+void RunToEnd(const std::vector<std::string>& argv) {
+  const testing::RunResult run = testing::RunToExit(argv);
+  EXPECT_TRUE(run.ok) << argv[0] << " " << argv[1] << ": " << run.output;
 }
 
 class ChartRbacTest : public testing::FleetTest {
@@ -149,8 +145,8 @@ class ChartRbacTest : public testing::FleetTest {
   void TearDown() override {
     FleetTest::TearDown();
     if (installed_) {
-      (void)RunToEnd({kHelm, "uninstall", kRelease, "--namespace", release_ns_, "--kubeconfig",
-                      plane_->Var("EOC_KUBECONFIG")});
+      RunToEnd({kHelm, "uninstall", kRelease, "--namespace", release_ns_, "--kubeconfig",
+                plane_->Var("EOC_KUBECONFIG")});
     }
     if (!release_ns_.empty()) (void)client_->Delete(resources::kNamespaces, "", release_ns_);
     addresses_.reset();  // after the workers stopped
