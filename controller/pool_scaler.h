@@ -167,9 +167,10 @@ class PoolScaler final : public kube::Reconciler, public ScalingSource {
                                  const Drain& drain) const;
   // How the target's scale-in removes pods; nullopt while the server's version is not known.
   std::optional<ScaleInOrder> OrderFor(const api::ScaleTargetRef& ref);
-  // The pool's pods that the workload counts (scale_in.h, IsActive).
-  std::vector<std::shared_ptr<const kube::PodView>> ActivePods(
-      const api::InferencePool& pool) const;
+  // The pool's pods that the target workload counts: those its /scale's selector picks (all the
+  // pool's when it has none), active (scale_in.h, IsActive).
+  std::vector<std::shared_ptr<const kube::PodView>> ActivePods(const api::InferencePool& pool,
+                                                               const State& s) const;
   bool Fenced() const { return !options_.fence || options_.fence(); }
   double Seconds(Clock::TimePoint t) const;
 

@@ -82,10 +82,14 @@ std::optional<ScaleInOrder> PoolScaler::OrderFor(const api::ScaleTargetRef& ref)
 }
 
 std::vector<std::shared_ptr<const kube::PodView>> PoolScaler::ActivePods(
-    const api::InferencePool& pool) const {
+    const api::InferencePool& pool, const State& s) const {
+  const api::LabelSelector* workload = s.scale && s.scale->selector ? &*s.scale->selector : nullptr;
   std::vector<std::shared_ptr<const kube::PodView>> out;
   for (auto& pod : store_.ListPods()) {
-    if (Selects(pool, *pod) && IsActive(*pod)) out.push_back(std::move(pod));
+    if (Selects(pool, *pod) && IsActive(*pod) &&
+        (workload == nullptr || workload->Matches(pod->labels))) {
+      out.push_back(std::move(pod));
+    }
   }
   return out;
 }
@@ -177,7 +181,7 @@ void PoolScaler::CancelDrain(const api::InferencePool& pool, State& s, const std
   if (!s.drain->written) {
     Drain none{.pinned = std::move(s.drain->pinned)};
     std::vector<std::shared_ptr<const kube::PodView>> pinned;
-    for (auto& pod : ActivePods(pool)) {
+    for (auto& pod : ActivePods(pool, s)) {
       if (none.pinned.contains(pod->name) || PinnedByDrain(*pod)) pinned.push_back(std::move(pod));
     }
     (void)Pin(pool, none, pinned);
@@ -197,7 +201,7 @@ void PoolScaler::EndDrain(const api::InferencePool& pool, State& s) {
 void PoolScaler::FollowWrittenDrain(const api::InferencePool& pool, State& s,
                                     Clock::TimePoint now) {
   if (!s.drain || !s.drain->written) return;
-  const auto pods = ActivePods(pool);
+  const auto pods = ActivePods(pool, s);
   const bool any_left = std::any_of(pods.begin(), pods.end(),
                                     [&](const auto& pod) { return s.drain->Has(pod->name); });
   // Gone; or the workload has shrunk and removed others (those left take work again); or it
@@ -241,7 +245,7 @@ kube::Result<bool> PoolScaler::ScaleIn(const std::string& key, const PoolObject&
   const bool plan = !s.drain || s.drain->to != replicas;
   const bool pins = *order == ScaleInOrder::kDeletionCost;
   std::vector<std::shared_ptr<const kube::PodView>> pods;
-  if (plan || pins) pods = ActivePods(pool);
+  if (plan || pins) pods = ActivePods(pool, s);
   if (plan) PlanDrain(key, pool, s, *order, replicas, pods, now);
   s.target = replicas;
   Drain& drain = *s.drain;

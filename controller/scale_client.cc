@@ -7,11 +7,17 @@
 #include "common/json_members.h"
 #include "controller/pool_reconciler.h"
 #include "kube/pod_view.h"
+#include "telemetry/logging.h"
 
 namespace eoc::controller {
 namespace {
 
 using nlohmann::json;
+
+const telemetry::Logger& Log() {
+  static const telemetry::Logger log("autoscaler");
+  return log;
+}
 
 // "apps" of "apps/v1"; "" of "v1".
 std::string_view GroupOf(std::string_view api_version) {
@@ -23,9 +29,21 @@ kube::Result<ScaleState> StateOf(const std::string& what, const kube::Result<jso
   if (!doc) return doc.error();
   try {
     const kube::Scale scale = kube::ParseScale(*doc);
+    std::string error;
+    std::optional<api::LabelSelector> selector;
+    if (!scale.selector.empty()) {
+      selector = api::ParseLabelSelectorString(scale.selector, error);
+      if (!selector) {
+        Log().Warn(
+            "the scale target's status.selector cannot be read: every pod the pool selects "
+            "counts as its own",
+            {{"target", what}, {"error", error}});
+      }
+    }
     return ScaleState{.replicas = scale.spec_replicas,
                       .status_replicas = scale.status_replicas,
-                      .resource_version = scale.metadata.resource_version};
+                      .resource_version = scale.metadata.resource_version,
+                      .selector = std::move(selector)};
   } catch (const std::exception& e) {
     return kube::Status{200, "InvalidResponse", what + " scale: " + e.what(), std::nullopt};
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "api/label_selector.h"
 #include "kube/client.h"
 #include "kube/discovery.h"
 #include "kube/status.h"
@@ -32,6 +33,11 @@ struct ScaleState {
   std::int32_t replicas = 0;         // spec.replicas
   std::int32_t status_replicas = 0;  // status.replicas
   std::string resource_version;
+  // status.selector: which pods are the target's (a pool may select more, such as another
+  // Deployment's on another accelerator, which this target's scale-in never removes). nullopt
+  // when /scale reports none (a custom resource may not) or one that cannot be read: then every
+  // pod the pool selects counts as the target's.
+  std::optional<api::LabelSelector> selector;
 
   bool operator==(const ScaleState&) const = default;
 };

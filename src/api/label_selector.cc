@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <optional>
 #include <string_view>
 
@@ -101,6 +102,114 @@ void AppendValues(const std::vector<std::string>& values, std::string& out) {
   }
 }
 
+// Reads a selector string left to right (ParseLabelSelectorString); the first problem ends it.
+class SelectorScanner {
+ public:
+  explicit SelectorScanner(std::string_view text) : text_(text) {}
+
+  std::optional<std::vector<LabelRequirement>> Requirements() {
+    std::vector<LabelRequirement> out;
+    if (AtEnd()) return out;
+    while (error_.empty()) {
+      if (out.size() == kMaxMatchLabels + kMaxMatchExpressions) {
+        return Fail("has more than " + std::to_string(out.size()) + " requirements");
+      }
+      std::optional<LabelRequirement> r = Requirement();
+      if (!r) break;
+      out.push_back(std::move(*r));
+      if (AtEnd()) return out;
+      if (!Take(",")) Fail("expected ',' between requirements");
+    }
+    return std::nullopt;
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  std::optional<LabelRequirement> Requirement() {
+    LabelRequirement r;
+    const bool negated = Take("!");
+    r.key = std::string(Word());
+    if (!IsLabelKey(r.key)) return Fail("expected a label key, got " + Quoted(r.key));
+    if (negated) {
+      r.op = Operator::kDoesNotExist;
+    } else if (Take("!=")) {
+      r.op = Operator::kNotIn;
+      if (!Value(r)) return std::nullopt;
+    } else if (Take("==") || Take("=")) {
+      r.op = Operator::kIn;
+      if (!Value(r)) return std::nullopt;
+    } else if (AtEnd() || Peek(',')) {
+      r.op = Operator::kExists;
+    } else {
+      const std::string_view op = Word();
+      if (op != "in" && op != "notin") {
+        return Fail("expected =, ==, !=, in or notin after " + Quoted(r.key) + ", got " +
+                    Quoted(op.empty() ? text_.substr(pos_, 1) : op));
+      }
+      r.op = op == "in" ? Operator::kIn : Operator::kNotIn;
+      if (!Take("(")) return Fail("expected '(' after " + std::string(op));
+      if (Peek(')')) return Fail("expected at least one value for " + Quoted(r.key));
+      do {
+        if (r.values.size() == kMaxValues) {
+          return Fail("has more than " + std::to_string(kMaxValues) + " values for " +
+                      Quoted(r.key));
+        }
+        if (!Value(r)) return std::nullopt;
+      } while (Take(","));
+      if (!Take(")")) return Fail("expected ',' or ')' in the values of " + Quoted(r.key));
+    }
+    return r;
+  }
+
+  // Appends the next value to r.values; false (and the error set) when it is not a label value.
+  bool Value(LabelRequirement& r) {
+    const std::string_view v = Word();
+    if (!IsLabelValue(v)) {
+      Fail("expected a label value for " + Quoted(r.key) + ", got " + Quoted(v));
+      return false;
+    }
+    r.values.emplace_back(v);
+    return true;
+  }
+
+  static bool IsWordChar(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-' ||
+           c == '/';
+  }
+  void SkipSpaces() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+  bool AtEnd() {
+    SkipSpaces();
+    return pos_ >= text_.size();
+  }
+  bool Peek(char c) {
+    SkipSpaces();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  bool Take(std::string_view token) {
+    SkipSpaces();
+    if (!text_.substr(pos_).starts_with(token)) return false;
+    pos_ += token.size();
+    return true;
+  }
+  std::string_view Word() {
+    SkipSpaces();
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() && IsWordChar(text_[pos_])) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+  std::nullopt_t Fail(const std::string& what) {
+    if (error_.empty()) error_ = what + " at character " + std::to_string(pos_ + 1);
+    return std::nullopt;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::string error_;
+};
+
 }  // namespace
 
 LabelSelector::LabelSelector(std::vector<LabelRequirement> requirements)
@@ -185,6 +294,16 @@ LabelSelector ParseLabelSelector(const json& selector, const std::string& field,
     }
   }
   return LabelSelector(std::move(requirements));
+}
+
+std::optional<LabelSelector> ParseLabelSelectorString(std::string_view text, std::string& error) {
+  SelectorScanner scanner(text);
+  std::optional<std::vector<LabelRequirement>> requirements = scanner.Requirements();
+  if (!requirements) {
+    error = "selector " + Quoted(text) + ": " + scanner.error();
+    return std::nullopt;
+  }
+  return LabelSelector(std::move(*requirements));
 }
 
 }  // namespace eoc::api

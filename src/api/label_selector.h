@@ -5,11 +5,14 @@
 //   auto selector = eoc::api::ParseLabelSelector(spec.at("selector"), "spec.selector", errors);
 //   if (selector.Matches(pod.labels)) ...         // labels: sorted (key, value) pairs
 //   selector.ToString()                           // "app=chat,!canary,tier in (a,b)"
+//   auto parsed = eoc::api::ParseLabelSelectorString("app=chat,tier in (a,b)", error);
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,5 +57,13 @@ class LabelSelector {
 // requirements that were good are kept.
 LabelSelector ParseLabelSelector(const nlohmann::json& selector, const std::string& field,
                                  std::vector<FieldError>& errors);
+
+// Reads a selector string, as a list's labelSelector and autoscaling/v1 Scale's status.selector
+// carry it: comma-separated requirements `k=v`, `k==v`, `k!=v` (NotIn one value), `k in (a,b)`,
+// `k notin (a,b)`, `k` and `!k`, with spaces around the parts. The empty string is the empty
+// selector. nullopt, with `error` saying what and where, for anything else (the numeric `gt`/`lt`
+// forms included: InferencePool selectors have no such operator), or past the bounds
+// ParseLabelSelector keeps.
+std::optional<LabelSelector> ParseLabelSelectorString(std::string_view text, std::string& error);
 
 }  // namespace eoc::api

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "allocation_counter.h"
 #include "api/inference_pool.h"
@@ -186,6 +189,74 @@ TEST(LabelSelector, PrefixedKeys) {
   EXPECT_EQ(s.ToString(), "app.kubernetes.io/name=vllm,!eoc.dev/canary");
   EXPECT_TRUE(s.Matches({{"app.kubernetes.io/name", "vllm"}}));
   EXPECT_FALSE(s.Matches({{"app.kubernetes.io/name", "vllm"}, {"eoc.dev/canary", "true"}}));
+}
+
+// The selector string of a list or a Scale's status.selector.
+LabelSelector ParseStringOk(std::string_view text) {
+  std::string error;
+  std::optional<LabelSelector> s = ParseLabelSelectorString(text, error);
+  EXPECT_TRUE(s.has_value()) << error;
+  return s.value_or(LabelSelector{});
+}
+
+std::string StringError(std::string_view text) {
+  std::string error;
+  EXPECT_FALSE(ParseLabelSelectorString(text, error).has_value()) << text;
+  return error;
+}
+
+TEST(ParseLabelSelectorString, EveryFormReadsBackAsToStringWritesIt) {
+  const LabelSelector s = ParseStringOk(
+      " app = chat ,tier in ( b, a ),zone notin (x),gpu, !canary,release!=old,track==blue");
+  EXPECT_THAT(s.requirements(), ElementsAre(LabelRequirement{"app", Op::kIn, {"chat"}},
+                                            LabelRequirement{"canary", Op::kDoesNotExist, {}},
+                                            LabelRequirement{"gpu", Op::kExists, {}},
+                                            LabelRequirement{"release", Op::kNotIn, {"old"}},
+                                            LabelRequirement{"tier", Op::kIn, {"a", "b"}},
+                                            LabelRequirement{"track", Op::kIn, {"blue"}},
+                                            LabelRequirement{"zone", Op::kNotIn, {"x"}}));
+  EXPECT_EQ(ParseStringOk(s.ToString()), s);
+  EXPECT_TRUE(ParseStringOk("").empty());
+  EXPECT_TRUE(ParseStringOk("   ").empty());
+}
+
+TEST(ParseLabelSelectorString, AScalesSelectorPicksItsWorkloadsPods) {
+  // What a Deployment's /scale reports: its spec.selector as a string.
+  const LabelSelector s = ParseStringOk("accelerator=a100,app=vllm-llama");
+  EXPECT_TRUE(s.Matches({{"accelerator", "a100"}, {"app", "vllm-llama"}, {"h", "1"}}));
+  EXPECT_FALSE(s.Matches({{"accelerator", "h100"}, {"app", "vllm-llama"}}));
+  EXPECT_EQ(ParseStringOk("app.kubernetes.io/name=vllm,k=").ToString(),
+            "app.kubernetes.io/name=vllm,k=");
+  EXPECT_TRUE(ParseStringOk("k in (,a)").Matches({{"k", ""}}));
+}
+
+TEST(ParseLabelSelectorString, ErrorsSayWhatAndWhere) {
+  EXPECT_EQ(StringError("app=chat,,x"),
+            "selector \"app=chat,,x\": expected a label key, got \"\" at character 10");
+  EXPECT_EQ(StringError("app=chat zone=a"),
+            "selector \"app=chat zone=a\": expected ',' between requirements at character 10");
+  EXPECT_THAT(StringError("replicas>3"), ::testing::HasSubstr("expected =, ==, !=, in or notin "
+                                                              "after \"replicas\", got \">\""));
+  EXPECT_THAT(StringError("tier in a,b"), ::testing::HasSubstr("expected '(' after in"));
+  EXPECT_THAT(StringError("tier in (a,b"),
+              ::testing::HasSubstr("expected ',' or ')' in the values of \"tier\""));
+  EXPECT_THAT(StringError("app=-chat-"),
+              ::testing::HasSubstr("expected a label value for \"app\", got \"-chat-\""));
+  EXPECT_THAT(StringError("!app=x"), ::testing::HasSubstr("expected ','"));
+  EXPECT_THAT(StringError("tier notin ()"),
+              ::testing::HasSubstr("expected at least one value for \"tier\""));
+}
+
+TEST(ParseLabelSelectorString, HugeSelectorsAreRefused) {
+  std::string many;
+  for (int i = 0; i < 200; ++i) many += "k" + std::to_string(i) + "=v,";
+  many.pop_back();
+  EXPECT_THAT(StringError(many), ::testing::HasSubstr("has more than 128 requirements"));
+  std::string values = "k in (";
+  for (int i = 0; i < 300; ++i) values += "v" + std::to_string(i) + ",";
+  values.back() = ')';
+  EXPECT_THAT(StringError(values), ::testing::HasSubstr("has more than 256 values for \"k\""));
+  EXPECT_LT(StringError(values).size(), 400U);
 }
 
 }  // namespace

@@ -323,6 +323,32 @@ TEST_F(PoolScalerTest, WhereTheDeletionCostIsHonouredTheLeastBusyArePinned) {
   EXPECT_EQ(events_.events.back().reason, "ScaledUp");
 }
 
+TEST_F(PoolScalerTest, OnlyTheTargetsOwnPodsAreDrained) {
+  // The pool selects two Deployments' pods (app=chat); its target's /scale selects only its own
+  // (tier=a100). chat-0, the most recently ready, belongs to the other Deployment: its ReplicaSet
+  // never removes it, so the target's next in the ranking, chat-1, drains instead.
+  Use(AutoscaledPool({}, {{"desiredReplicas", 2}}), 3);
+  auto pods = store_.ListPods();
+  for (auto& pod : pods) {
+    kube::PodView labelled = *pod;
+    labelled.labels = {{"app", "chat"}, {"tier", pod->name == "chat-0" ? "h100" : "a100"}};
+    pod = std::make_shared<const kube::PodView>(std::move(labelled));
+  }
+  store_.SetPods(pods);
+  std::string error;
+  scales_.state.selector = api::ParseLabelSelectorString("app=chat,tier=a100", error);
+  ASSERT_TRUE(scales_.state.selector) << error;
+  Ticks(22, 1);  // 3 over 10 wants 1
+  EXPECT_EQ(Draining(), std::vector<std::string>{"chat-1"});
+  Ticks(7, 1, {"chat-1"});  // idle, and a scrape interval on
+  EXPECT_EQ(scales_.writes, std::vector<std::int32_t>{1});
+  // Once the ReplicaSet has removed chat-1, the target has its one pod: the drain is over, though
+  // the pool still has two.
+  Remove("chat-1");
+  Ticks(1, 1);
+  EXPECT_TRUE(Draining().empty());
+}
+
 TEST_F(PoolScalerTest, AStatefulSetDrainsItsHighestOrdinals) {
   scales_.kind = "StatefulSet";
   nlohmann::json pool = AutoscaledPool({}, {{"desiredReplicas", 3}});
