@@ -34,9 +34,12 @@ TEST(Samples, VllmPool) {
   EXPECT_TRUE(s.autoscaling.enabled);
   EXPECT_EQ(s.autoscaling.max_replicas, 8);
   EXPECT_EQ(s.routing.strategy, Strategy::kJouleWeighted);
-  ASSERT_EQ(s.energy.profiles.size(), 1U);
+  ASSERT_EQ(s.energy.profiles.size(), 2U);
   EXPECT_EQ(s.energy.profiles[0].accelerator, "NVIDIA-A100-SXM4-80GB");
-  EXPECT_GT(s.energy.profiles[0].energy.max_watts, s.energy.profiles[0].energy.idle_watts);
+  EXPECT_EQ(s.energy.profiles[1].accelerator, "NVIDIA-H100-80GB-HBM3");
+  for (const auto& profile : s.energy.profiles) {
+    EXPECT_GT(profile.energy.max_watts, profile.energy.idle_watts) << profile.accelerator;
+  }
 }
 
 TEST(Samples, SglangPool) {
