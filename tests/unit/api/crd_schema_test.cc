@@ -10,8 +10,9 @@
 #include "api/defaults.h"
 #include "api/inference_pool.h"
 #include "api/spec_parser.h"
+#include "common/yaml_json.h"
 #include "printers.h"
-#include "yaml_json.h"
+#include "yaml_file.h"
 
 namespace eoc::api {
 namespace {
@@ -20,7 +21,7 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 
 const json& Crd() {
-  static const json crd = testing::LoadYamlFile(EOC_CRDS_DIR "/eoc.dev_inferencepools.yaml");
+  static const json crd = testing::LoadYaml(EOC_CRDS_DIR "/eoc.dev_inferencepools.yaml");
   return crd;
 }
 const json& Version() { return Crd()["spec"]["versions"][0]; }
@@ -105,7 +106,7 @@ TEST(Crd, SchemaDefaultsAreTheTablesConstants) {
     const DefaultRow* row = Row(path);
     ASSERT_NE(row, nullptr) << path << " has a schema default but no row in the table";
     EXPECT_TRUE(row->constant) << path << " depends on other fields: no schema default";
-    EXPECT_TRUE(SameValue(value, testing::YamlToJson(YAML::Load(row->value))))
+    EXPECT_TRUE(SameValue(value, YamlToJson(YAML::Load(row->value))))
         << path << ": schema " << value << ", table " << row->value;
   });
   std::set<std::string> constants;

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "api/inference_pool.h"
+#include "common/yaml_json.h"
 #include "files.h"
-#include "yaml_json.h"
 
 namespace eoc::api {
 namespace {
@@ -139,7 +139,7 @@ TEST(Defaults, SettingAConstantToItsDefaultChangesNothing) {
     std::string pointer = "/spec/" + row.field;
     std::replace(pointer.begin(), pointer.end(), '.', '/');
     json object = Minimal();
-    object[json::json_pointer(pointer)] = testing::YamlToJson(YAML::Load(row.value));
+    object[json::json_pointer(pointer)] = YamlToJson(YAML::Load(row.value));
     EXPECT_EQ(Dump(ParseSpecOk(object)), defaulted) << row.field << " = " << row.value;
   }
   EXPECT_EQ(constants, 33);

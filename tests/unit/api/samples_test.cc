@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "api/inference_pool.h"
-#include "yaml_json.h"
+#include "common/yaml_json.h"
+#include "yaml_file.h"
 
 namespace eoc::api {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 using ::testing::ElementsAre;
 
 InferencePool LoadSample(const std::string& name) {
-  const nlohmann::json object = testing::LoadYamlFile(EOC_CRDS_DIR "/samples/" + name);
+  const nlohmann::json object = testing::LoadYaml(EOC_CRDS_DIR "/samples/" + name);
   EXPECT_EQ(object["apiVersion"], kApiVersion);
   EXPECT_EQ(object["kind"], kKind);
   return ParseInferencePool(object);
