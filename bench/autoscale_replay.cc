@@ -8,10 +8,10 @@
 //       each defaulting as the CRD does)] [--startup-seconds 15 ... (the model)]
 //       [--boundary-ticks 0]
 //
-// The trace: CSV with a header, TIMESTAMP ("2023-11-16 18:17:03.9799600", UTC),ContextTokens,
-// GeneratedTokens, one request a row (the Azure LLM inference trace's format); arrivals are
-// divided by --speedup. The model: each replica runs up to --max-concurrency requests at once, a
-// request taking ContextTokens / --prefill-tokens-per-second + GeneratedTokens *
+// The trace: the Azure LLM inference trace's CSV (TIMESTAMP,ContextTokens,GeneratedTokens) or
+// Mooncake's JSONL, read by the simulator's reader (sim/trace.h); arrivals are divided by
+// --speedup. The model: each replica runs up to --max-concurrency requests at once, a request
+// taking its prompt tokens / --prefill-tokens-per-second + its output tokens *
 // --seconds-per-output-token; more wait in the replica's queue. A request goes to the ready
 // replica with the fewest ongoing, or waits in the pool's queue (the picks waiting on an empty
 // pool) until one is ready. A replica started by a decision is ready --startup-seconds later; one
@@ -47,7 +47,7 @@
 #include "api/defaults.h"
 #include "autoscale/ongoing_window.h"
 #include "autoscale/policy.h"
-#include "common/rfc3339.h"
+#include "sim/trace.h"
 
 namespace {
 
@@ -66,59 +66,22 @@ struct Model {
   double seconds_per_output_token = 0.03;
 };
 
-// "2023-11-16 18:17:03.9799600" -> seconds since the epoch.
-double ParseTraceTime(const std::string& text, std::size_t line) {
-  std::string iso = text;
-  std::replace(iso.begin(), iso.end(), ' ', 'T');
-  const auto t = eoc::ParseRfc3339(iso + "Z");
-  if (!t) {
-    throw std::runtime_error("line " + std::to_string(line) + ": TIMESTAMP '" + text +
-                             "' is not YYYY-MM-DD HH:MM:SS.fffffff");
-  }
-  return std::chrono::duration<double>(t->time_since_epoch()).count();
-}
-
+// The trace through the simulator's reader (sim/trace.h: the Azure CSV or Mooncake JSONL), as it
+// is: no copies, no synthetic sessions or prefixes, arrivals divided by the speedup.
 std::vector<Request> ReadTrace(const std::string& path, const Model& model) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::string line;
-  std::getline(in, line);
-  if (line.rfind("TIMESTAMP,ContextTokens,GeneratedTokens", 0) != 0) {
-    throw std::runtime_error(path + ": the header is not TIMESTAMP,ContextTokens,GeneratedTokens");
-  }
+  eoc::sim::TraceOptions options;
+  options.time_scale = 1 / model.speedup;
+  options.sessions.share = 0;
+  options.prefixes.shared_share = 0;
+  options.block_size_tokens = 1 << 20;  // no prefix blocks: the queue model has no cache
+  const eoc::sim::Trace trace = eoc::sim::ReadTraceFile(path, options);
   std::vector<Request> requests;
-  std::optional<double> first;
-  for (std::size_t n = 2; std::getline(in, line); ++n) {
-    if (line.empty()) continue;
-    std::istringstream fields(line);
-    std::string stamp;
-    std::string context;
-    std::string generated;
-    std::getline(fields, stamp, ',');
-    std::getline(fields, context, ',');
-    std::getline(fields, generated, ',');
-    const double at = ParseTraceTime(stamp, n);
-    double prompt = 0;
-    double output = 0;
-    try {
-      prompt = std::stod(context);
-      output = std::stod(generated);
-    } catch (const std::exception&) {
-      throw std::runtime_error(path + ": line " + std::to_string(n) +
-                               ": token counts are not numbers");
-    }
-    if (!first) first = at;
-    if (at < *first || prompt < 0 || output < 0) {
-      throw std::runtime_error(path + ": line " + std::to_string(n) +
-                               ": out of order or negative token counts");
-    }
-    requests.push_back({.arrival = (at - *first) / model.speedup,
-                        .service = (prompt / model.prefill_tokens_per_second) +
-                                   (output * model.seconds_per_output_token)});
+  requests.reserve(trace.requests.size());
+  for (const eoc::sim::TraceRequest& r : trace.requests) {
+    requests.push_back({.arrival = r.arrival_seconds,
+                        .service = (r.prompt_tokens / model.prefill_tokens_per_second) +
+                                   (r.output_tokens * model.seconds_per_output_token)});
   }
-  std::stable_sort(requests.begin(), requests.end(),
-                   [](const Request& a, const Request& b) { return a.arrival < b.arrival; });
-  if (requests.empty()) throw std::runtime_error(path + ": no requests");
   return requests;
 }
 
@@ -438,7 +401,7 @@ int main(int argc, char** argv) {
   std::int32_t initial_replicas = 1;
   std::int64_t boundary_ticks = 0;
   autoscale::PolicyConfig& p = replay.policy;
-  app.add_option("--trace", trace, "requests: TIMESTAMP,ContextTokens,GeneratedTokens")->required();
+  app.add_option("--trace", trace, "requests: Azure CSV or Mooncake JSONL")->required();
   app.add_option("--csv", csv_path, "where the ticks go")->required();
   app.add_option("--json", json_path, "where the parameters and the command go");
   app.add_option("--made-by", made_by, "what ran this command, for the JSON");
