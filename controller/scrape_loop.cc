@@ -157,9 +157,9 @@ void ScrapeLoop::Apply(const std::string& key, std::optional<ScrapePool> pool,
     }
     // A new worker, or a new profile (the slope's bounds): its energy starts afresh.
     if (!known || state.target.profile != target.profile) {
-      state.energy = signals::WorkerEnergy(target.profile);
+      state.readings.energy = signals::WorkerEnergy(target.profile);
     } else if (state.target.exporter != target.exporter) {
-      state.energy.Miss();  // another exporter's counter
+      state.readings.energy.Miss();  // another exporter's counter
       state.awaiting_exporter = 0;
       state.exporter_taken.reset();
     }
@@ -263,30 +263,19 @@ void ScrapeLoop::Finish(Arrival arrival) {
   const bool ok = reading.result == ScrapeResult::kOk;
   routing::Load load;  // unavailable
   if (ok) {
-    const WorkerFigures& f = reading.figures;
-    std::optional<signals::TokenRate::Rate> rate;
-    if (f.prompt_tokens_total || f.generation_tokens_total) {
-      rate = w.rate.Add(arrival.at, f.prompt_tokens_total.value_or(0),
-                        f.generation_tokens_total.value_or(0));
-    }
-    load = LoadOf(f, rate);
-    w.tokens_per_second = rate ? std::optional(rate->tokens_per_second()) : std::nullopt;
-    const bool was_own = w.own_energy;
-    w.own_energy = reading.energy.has_value();
+    load = ObserveGoodScrape(reading, arrival.at, w.target.grid_g_per_kwh, w.readings);
     w.awaiting_exporter = 0;
-    if (was_own != w.own_energy) w.energy.Miss();  // the other source's counter until now
-    if (reading.energy) {
-      w.energy.Observe(arrival.at, *reading.energy, w.tokens_per_second);
-    } else if (!w.target.exporter.empty()) {
-      w.awaiting_exporter = w.round;
-      TakeExporterReading(w, pool);
-    } else {
-      w.energy.Miss();
+    if (!reading.energy) {
+      if (!w.target.exporter.empty()) {
+        w.awaiting_exporter = w.round;
+        TakeExporterReading(w, pool);
+      } else {
+        w.readings.energy.Miss();
+      }
+      load.marginal_joules_per_token = w.readings.energy.marginal().joules_per_token();
     }
-    load.marginal_joules_per_token = w.energy.marginal().joules_per_token();
-    load.grid_g_per_kwh = w.target.grid_g_per_kwh;
   } else {
-    w.energy.Miss();
+    w.readings.energy.Miss();
     w.awaiting_exporter = 0;
   }
   const std::shared_ptr<routing::PoolState> state =
@@ -324,8 +313,8 @@ void ScrapeLoop::Finish(Arrival arrival) {
            .waiting = load.waiting,
            .kv_cache_usage = load.kv_cache_usage,
            .tokens_per_second = load.tokens_per_second,
-           .watts = w.energy.watts(),
-           .watts_source = w.energy.source(),
+           .watts = w.readings.energy.watts(),
+           .watts_source = w.readings.energy.source(),
            .marginal_joules_per_token = routing::MarginalJoulesPerToken(load, w.target.profile),
            .marginal_measured = load.marginal_joules_per_token > 0,
            .grams_per_token = routing::MarginalGramsPerToken(load, w.target.profile)});
@@ -376,7 +365,7 @@ void ScrapeLoop::TakeExporterReading(WorkerState& w, const PoolEntry& pool) {
   const auto found = pool.exporters.find(w.target.exporter);
   if (found == pool.exporters.end()) {  // not among the pool's exporters: cannot happen
     w.awaiting_exporter = 0;
-    w.energy.Miss();
+    w.readings.energy.Miss();
     return;
   }
   const ExporterState& e = found->second;
@@ -387,9 +376,9 @@ void ScrapeLoop::TakeExporterReading(WorkerState& w, const PoolEntry& pool) {
   w.exporter_taken = e.at;
   const auto pod = e.pods.find(w.target.pod);
   if (e.ok && pod != e.pods.end()) {
-    w.energy.Observe(e.at, pod->second, w.tokens_per_second);
+    w.readings.energy.Observe(e.at, pod->second, w.readings.tokens_per_second);
   } else {
-    w.energy.Miss();
+    w.readings.energy.Miss();
   }
 }
 

@@ -43,6 +43,7 @@
 #include "common/clock.h"
 #include "controller/scrape/metrics_fetcher.h"
 #include "controller/scrape_metrics.h"
+#include "controller/scrape_page.h"
 #include "controller/scrape_pool.h"
 #include "routing/pool_directory.h"
 #include "signals/token_rate.h"
@@ -90,12 +91,10 @@ class ScrapeLoop final : public ScrapePools {
   struct Arrival;
   struct WorkerState {
     ScrapeTarget target;
-    signals::TokenRate rate;
-    // Its watts and marginal joules per token, from its own page or its node's exporter.
-    signals::WorkerEnergy energy;
-    bool own_energy = false;                  // its last good page carried its power series
-    std::optional<double> tokens_per_second;  // of its last good page
-    std::uint64_t round = 0;                  // of the fetch in flight, or of the last one
+    // Its token rate, watts and marginal joules per token, from its own page or its node's
+    // exporter.
+    WorkerReadings readings;
+    std::uint64_t round = 0;  // of the fetch in flight, or of the last one
     // The round whose good page (without power series) waits for the exporter's; 0: none.
     std::uint64_t awaiting_exporter = 0;
     std::optional<Clock::TimePoint> exporter_taken;  // the exporter answer it last took

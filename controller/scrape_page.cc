@@ -167,4 +167,23 @@ routing::Load LoadOf(const WorkerFigures& figures,
   return load;
 }
 
+routing::Load ObserveGoodScrape(const ScrapeReading& reading,
+                                std::chrono::steady_clock::time_point at, double grid_g_per_kwh,
+                                WorkerReadings& w) {
+  const WorkerFigures& f = reading.figures;
+  std::optional<signals::TokenRate::Rate> rate;
+  if (f.prompt_tokens_total || f.generation_tokens_total) {
+    rate = w.rate.Add(at, f.prompt_tokens_total.value_or(0), f.generation_tokens_total.value_or(0));
+  }
+  routing::Load load = LoadOf(f, rate);
+  w.tokens_per_second = rate ? std::optional(rate->tokens_per_second()) : std::nullopt;
+  const bool was_own = w.own_energy;
+  w.own_energy = reading.energy.has_value();
+  if (was_own != w.own_energy) w.energy.Miss();  // the other source's counter until now
+  if (reading.energy) w.energy.Observe(at, *reading.energy, w.tokens_per_second);
+  load.marginal_joules_per_token = w.energy.marginal().joules_per_token();
+  load.grid_g_per_kwh = grid_g_per_kwh;
+  return load;
+}
+
 }  // namespace eoc::controller

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "signals/energy_metrics.h"
 #include "signals/engine_metrics.h"
 #include "signals/token_rate.h"
+#include "signals/worker_energy.h"
 
 namespace eoc::controller {
 
@@ -113,5 +115,24 @@ ExporterReading ReadExporterPage(const FetchResult& fetched, const PageMaps& map
 // available.
 routing::Load LoadOf(const WorkerFigures& figures,
                      const std::optional<signals::TokenRate::Rate>& rate);
+
+// What one worker's good scrapes carry from one to the next: its token rate (from the pages'
+// token counters) and its energy (watts and marginal joules per token).
+struct WorkerReadings {
+  signals::TokenRate rate;
+  signals::WorkerEnergy energy;
+  bool own_energy = false;                  // its last good page carried its own power series
+  std::optional<double> tokens_per_second;  // of its last good page; nullopt: no rate yet
+};
+
+// A good scrape (`reading.result` kOk) of a worker, fetched at `at`, in the zone of
+// `grid_g_per_kwh`: its routing Load (LoadOf, with the token rate its counters give), and, when
+// the page carries the worker's own power, that reading fed to `w.energy` (a switch between its
+// own page and another source starts the energy's counter afresh). The Load's marginal joules per
+// token are w.energy's after that; a caller that reads the power elsewhere (the node's exporter)
+// sets them again once it has. The scrape loop and the simulator read their pages so.
+routing::Load ObserveGoodScrape(const ScrapeReading& reading,
+                                std::chrono::steady_clock::time_point at, double grid_g_per_kwh,
+                                WorkerReadings& w);
 
 }  // namespace eoc::controller

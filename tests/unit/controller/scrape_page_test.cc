@@ -4,6 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <string>
+
 #include "controller/scrape_pool.h"
 #include "fake_metrics.h"
 
@@ -153,6 +157,58 @@ TEST(ScrapePageTest, AGoodPageGivesTheLoad) {
   EXPECT_EQ(load.block_size, 16);
   EXPECT_EQ(load.tokens_per_second, 10);
   EXPECT_TRUE(load.available);
+}
+
+// Good scrapes of a worker whose page carries its own DCGM series: the token rate comes from the
+// counters, the watts from the energy counter's rate, and the slope of one over the other is the
+// Load's marginal joules per token once there are enough scrapes; a page without the series
+// leaves the watts unknown but keeps the slope.
+TEST(ScrapePageTest, GoodScrapesCarryTheTokenRateAndTheWorkersOwnEnergy) {
+  const PageMaps maps = PageMapsOf(signals::EngineMap::Vllm(), api::EnergySource::kAuto);
+  WorkerReadings w{.energy = signals::WorkerEnergy(
+                       {.idle_watts = 67, .max_watts = 700, .max_tokens_per_second = 8200})};
+  const auto start = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  std::int64_t generated = 0;
+  std::int64_t millijoules = 0;
+  routing::Load load;
+  for (int i = 0; i < 12; ++i) {
+    const double rate = i % 2 == 0 ? 1000 : 3000;  // tokens/s over the 5 s before this scrape
+    const double watts = 100 + (0.1 * rate);
+    if (i > 0) {
+      generated += static_cast<std::int64_t>(rate * 5);
+      millijoules += static_cast<std::int64_t>(watts * 5 * 1000);
+    }
+    const std::string page =
+        testing::RenderMetrics(testing::Engine::kVllm,
+                               {.running = 4,
+                                .generation_tokens_total = generated,
+                                .watts = watts,
+                                .energy_millijoules_total = millijoules},
+                               {.pod_name = "w-0", .pod_namespace = "prod"}, /*dcgm=*/true);
+    const ScrapeReading r = ReadScrape({.body = page}, maps, "prod/w-0");
+    ASSERT_EQ(r.result, ScrapeResult::kOk) << r.message;
+    load = ObserveGoodScrape(r, start + std::chrono::seconds(5 * i), 250, w);
+    if (i == 1) {
+      EXPECT_EQ(load.marginal_joules_per_token, 0);  // too few scrapes for a slope
+    }
+  }
+  EXPECT_EQ(load.running, 4);
+  EXPECT_DOUBLE_EQ(load.tokens_per_second, 3000);
+  EXPECT_EQ(w.tokens_per_second, 3000);
+  EXPECT_NEAR(load.marginal_joules_per_token, 0.1, 1e-9);
+  EXPECT_EQ(load.grid_g_per_kwh, 250);
+  EXPECT_TRUE(w.own_energy);
+  EXPECT_NEAR(w.energy.watts().value_or(0), 400, 1e-9);
+
+  const std::string bare = testing::RenderMetrics(
+      testing::Engine::kVllm, {.running = 1, .generation_tokens_total = generated + 5000}, {},
+      false);
+  load = ObserveGoodScrape(ReadScrape({.body = bare}, maps, "prod/w-0"),
+                           start + std::chrono::seconds(60), 250, w);
+  EXPECT_FALSE(w.own_energy);
+  EXPECT_FALSE(w.energy.watts().has_value());
+  EXPECT_NEAR(load.marginal_joules_per_token, 0.1, 1e-9);
+  EXPECT_EQ(load.running, 1);
 }
 
 TEST(ScrapePageTest, EachFailureHasItsKind) {
