@@ -383,17 +383,8 @@ autoscale::PolicyInput PoolScaler::Measure(const std::string& key, const PoolObj
   s.window->Retain(ready);
   // A worker whose scrapes have failed for three intervals no longer counts.
   const double fresh = 3.0 * pool.spec.metrics.interval_seconds;
-  const autoscale::OngoingWindow::Sum sum = s.window->Over(ready, now_seconds, fresh);
-  autoscale::PolicyInput in{.now_seconds = now_seconds,
-                            .current = static_cast<std::int32_t>(ready.size()),
-                            .target = s.target,
-                            .complete = sum.missing == 0};
-  if (in.current == 0) {
-    in.total = static_cast<double>(waiting);
-  } else if (sum.counted > 0) {
-    in.total = sum.total + static_cast<double>(waiting);
-  }
-  return in;
+  return autoscale::InputAt(*s.window, ready, static_cast<double>(waiting), now_seconds, fresh,
+                            s.target);
 }
 
 kube::Result<bool> PoolScaler::Apply(const std::string& key, const api::InferencePool& pool,

@@ -70,4 +70,19 @@ void OngoingWindow::Retain(std::span<const std::string> workers) {
   std::erase_if(series_, [&](const auto& entry) { return !keep.contains(entry.first); });
 }
 
+PolicyInput InputAt(const OngoingWindow& window, std::span<const std::string> ready, double waiting,
+                    double now_seconds, double fresh_within_seconds, std::int32_t target) {
+  const OngoingWindow::Sum sum = window.Over(ready, now_seconds, fresh_within_seconds);
+  PolicyInput in{.now_seconds = now_seconds,
+                 .current = static_cast<std::int32_t>(ready.size()),
+                 .target = target,
+                 .complete = sum.missing == 0};
+  if (in.current == 0) {
+    in.total = waiting;
+  } else if (sum.counted > 0) {
+    in.total = sum.total + waiting;
+  }
+  return in;
+}
+
 }  // namespace eoc::autoscale

@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 
+#include "autoscale/policy.h"
+
 namespace eoc::autoscale {
 
 class OngoingWindow {
@@ -69,5 +71,13 @@ class OngoingWindow {
   double width_;
   std::map<std::string, Series, std::less<>> series_;
 };
+
+// The policy's input for a tick at `now_seconds` with `ready` workers: current is their number;
+// total the window's sum over those with a sample fresh within `fresh_within_seconds`, plus the
+// `waiting` picks queued on every replica (with no ready worker, `waiting` alone; nullopt when no
+// ready worker has a fresh sample); complete when none lacks one. What the controller's
+// autoscaler and the simulator give the policy.
+PolicyInput InputAt(const OngoingWindow& window, std::span<const std::string> ready, double waiting,
+                    double now_seconds, double fresh_within_seconds, std::int32_t target);
 
 }  // namespace eoc::autoscale

@@ -82,6 +82,32 @@ TEST(OngoingWindowTest, RetainForgetsWorkersThatLeft) {
   EXPECT_EQ(window.Over(c, 1, 100).missing, 1);
 }
 
+TEST(InputAtTest, TheReadyWorkersSumPlusWhatWaits) {
+  OngoingWindow window(10);
+  window.Record("a", 0, 6);
+  window.Record("b", 0, 2);
+  window.Record("c", 0, 100);  // not ready: left out
+  PolicyInput in = InputAt(window, kAB, 3, 5, 15, 4);
+  EXPECT_EQ(in.now_seconds, 5);
+  EXPECT_EQ(in.current, 2);
+  EXPECT_EQ(in.target, 4);
+  EXPECT_EQ(in.total, 11);
+  EXPECT_TRUE(in.complete);
+  // b's sample goes stale: partial, from a alone.
+  window.Record("a", 20, 6);
+  in = InputAt(window, kAB, 0, 20, 15, 4);
+  EXPECT_EQ(in.total, 6);
+  EXPECT_FALSE(in.complete);
+  // None fresh: unknown, even with picks waiting.
+  in = InputAt(window, kAB, 7, 100, 15, 4);
+  EXPECT_FALSE(in.total.has_value());
+  // No ready worker: what waits.
+  in = InputAt(window, {}, 7, 100, 15, 0);
+  EXPECT_EQ(in.current, 0);
+  EXPECT_EQ(in.total, 7);
+  EXPECT_TRUE(in.complete);
+}
+
 TEST(OngoingWindowTest, RejectsAPeriodThatIsNotPositive) {
   EXPECT_THROW(OngoingWindow{0}, std::invalid_argument);
   EXPECT_THROW(OngoingWindow{-1}, std::invalid_argument);
