@@ -38,10 +38,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
-#include <list>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/power_profile.h"

@@ -49,7 +49,8 @@ std::string Resolve(const std::string& path, const std::string& base_dir) {
   return (std::filesystem::path(base_dir) / path).lexically_normal().string();
 }
 
-// The list at `reader[key]` as readers of its objects, each named "<key>[i]".
+// The list at `reader[key]`: `read` is given a reader of each of its objects (named "<key>[i]")
+// and the object itself.
 template <class Read>
 void EachObject(const ObjectReader& reader, std::string_view key, std::vector<FieldError>& errors,
                 Read read) {
@@ -57,7 +58,7 @@ void EachObject(const ObjectReader& reader, std::string_view key, std::vector<Fi
   if (list == nullptr) return;
   for (std::size_t i = 0; i < list->size(); ++i) {
     const std::string path = reader.Path(key) + "[" + std::to_string(i) + "]";
-    read(ObjectReader(&(*list)[i], path, errors), &(*list)[i], path);
+    read(ObjectReader(&(*list)[i], path, errors), &(*list)[i]);
   }
 }
 
@@ -292,7 +293,7 @@ Scenario ReadScenario(const json& doc, const std::string& base_dir) {
   }
 
   if (root.Require("accelerators")) {
-    EachObject(root, "accelerators", errors, [&](const ObjectReader& a, const json* o, auto&) {
+    EachObject(root, "accelerators", errors, [&](const ObjectReader& a, const json* o) {
       AcceleratorClass c = ReadAccelerator(a, o, errors);
       c.profile.version = key.version;
       c.profile.task = key.task;
@@ -302,13 +303,13 @@ Scenario ReadScenario(const json& doc, const std::string& base_dir) {
   }
   UniqueNames(s.accelerators, "accelerators", errors);
   if (root.Require("zones")) {
-    EachObject(root, "zones", errors, [&](const ObjectReader& z, const json* o, auto&) {
+    EachObject(root, "zones", errors, [&](const ObjectReader& z, const json* o) {
       s.zones.push_back(ReadZone(z, o, errors));
     });
   }
   UniqueNames(s.zones, "zones", errors);
   if (root.Require("fleet")) {
-    EachObject(root, "fleet", errors, [&](const ObjectReader& g, const json* o, auto&) {
+    EachObject(root, "fleet", errors, [&](const ObjectReader& g, const json* o) {
       s.fleet.push_back(ReadGroup(g, o, errors));
     });
   }
