@@ -64,8 +64,9 @@ void Problem(std::vector<std::string>* problems, const char* key, const std::str
 
 }  // namespace
 
-FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::string>& annotations,
-                              std::vector<std::string>* problems) {
+sim::PageFigures ApplyLoadAnnotations(sim::PageFigures load,
+                                      const std::map<std::string, std::string>& annotations,
+                                      std::vector<std::string>* problems) {
   const auto apply = [&](const char* key, auto parse, auto& field) {
     const auto it = annotations.find(key);
     if (it == annotations.end()) return;
@@ -92,8 +93,8 @@ FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::st
   return load;
 }
 
-std::optional<PowerCurve> ParsePowerCurve(std::string_view text) {
-  PowerCurve curve;
+std::optional<sim::PowerCurve> ParsePowerCurve(std::string_view text) {
+  sim::PowerCurve curve;
   bool idle = false;
   bool joules = false;
   bool rates = false;
@@ -148,7 +149,7 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
     Problem(problems, key, value);
   };
   if (const auto* engine = find(kEngineAnnotation)) {
-    if (auto e = ParseEngine(*engine)) {
+    if (auto e = sim::ParseEngine(*engine)) {
       options.engine = *e;
     } else {
       problem(kEngineAnnotation, *engine);
@@ -174,7 +175,7 @@ FakeWorkerOptions ApplyAnnotations(FakeWorkerOptions options,
     }
   }
   if (const auto* exporter = find(kExporterAnnotation)) {
-    if (auto e = ParseExporter(*exporter)) {
+    if (auto e = sim::ParseExporter(*exporter)) {
       options.exporter = *e;
     } else {
       problem(kExporterAnnotation, *exporter);
@@ -200,7 +201,7 @@ FakeWorker::FakeWorker(FakeWorkerOptions options)
       delay_(options_.delay),
       server_(std::make_unique<server::HttpServer>(
           server::ServerOptions{.address = options_.address, .threads = options_.threads})) {
-  if (load_.power_curve) energy_.Follow(*load_.power_curve, EnergyIntegrator::Clock::now());
+  if (load_.power_curve) energy_.Follow(*load_.power_curve, sim::EnergyIntegrator::Clock::now());
   server_->Handle("GET", "/metrics", [this](const server::Request& req, server::Response& resp) {
     {
       const auto forwarded = req.header("x-forwarded-uri");
@@ -251,10 +252,10 @@ std::string FakeWorker::endpoint() const {
   return server::ParseHostPort(options_.address).host + ":" + std::to_string(port());
 }
 
-void FakeWorker::SetLoad(const FakeLoad& load) {
+void FakeWorker::SetLoad(const sim::PageFigures& load) {
   const std::lock_guard lock(mu_);
   load_ = load;
-  const auto now = EnergyIntegrator::Clock::now();
+  const auto now = sim::EnergyIntegrator::Clock::now();
   if (load.power_curve) {
     energy_.Follow(*load.power_curve, now);
   } else {
@@ -264,19 +265,19 @@ void FakeWorker::SetLoad(const FakeLoad& load) {
 
 double FakeWorker::energy_joules() const {
   const std::lock_guard lock(mu_);
-  return energy_.Joules(EnergyIntegrator::Clock::now());
+  return energy_.Joules(sim::EnergyIntegrator::Clock::now());
 }
 
-FakeLoad FakeWorker::load() const {
+sim::PageFigures FakeWorker::load() const {
   const std::lock_guard lock(mu_);
   return load_;
 }
 
-FakeLoad FakeWorker::reported_load() const {
+sim::PageFigures FakeWorker::reported_load() const {
   const std::lock_guard lock(mu_);
-  FakeLoad load = load_;
+  sim::PageFigures load = load_;
   if (load.power_curve) {
-    const auto now = EnergyIntegrator::Clock::now();
+    const auto now = sim::EnergyIntegrator::Clock::now();
     load.watts = energy_.Watts(now);
     load.energy_millijoules_total = std::llround(energy_.Joules(now) * 1000);
     load.generation_tokens_total += std::llround(energy_.Tokens(now));
@@ -296,16 +297,16 @@ std::chrono::milliseconds FakeWorker::delay() const {
 
 std::string FakeWorker::MetricsText() const {
   if (options_.exporter) {
-    return RenderExporterMetrics(
+    return sim::RenderExporterMetrics(
         *options_.exporter, options_.node_name,
-        options_.exporter_pods ? options_.exporter_pods() : std::vector<ExporterPod>());
+        options_.exporter_pods ? options_.exporter_pods() : std::vector<sim::ExporterPod>());
   }
-  FakeLoad load = reported_load();
+  sim::PageFigures load = reported_load();
   if (options_.count_in_flight) load.running += in_flight_.load();
-  const MetricsLabels labels{.model = options_.model,
-                             .pod_name = options_.pod_name,
-                             .pod_namespace = options_.pod_namespace};
-  return RenderMetrics(options_.engine, load, labels, options_.dcgm, served_.load());
+  const sim::MetricsLabels labels{.model = options_.model,
+                                  .pod_name = options_.pod_name,
+                                  .pod_namespace = options_.pod_namespace};
+  return sim::RenderMetrics(options_.engine, load, labels, options_.dcgm, served_.load());
 }
 
 void FakeWorker::Tag(server::Response& response) const {

@@ -4,7 +4,7 @@
 // completions after a delay the test sets.
 //
 //   eoc::testing::FakeWorker worker({.address = "127.0.10.7:8000",
-//                                    .engine = eoc::testing::Engine::kSglang,
+//                                    .engine = eoc::api::Engine::kSglang,
 //                                    .pod_name = "web-0", .pod_namespace = "ns", .dcgm = true});
 //   worker.Start();                                 // throws std::runtime_error if it cannot bind
 //   worker.SetLoad({.running = 3, .waiting = 1, .kv_cache_usage = 0.4, .watts = 250});
@@ -24,8 +24,8 @@
 //   fake.eoc.dev/metrics-fault: hang | trickle | huge | garbage  (faulty_metrics_server.h: the
 //   worker then answers every request on its address with that fault, completions included)
 //   fake.eoc.dev/exporter: dcgm | kepler  (the worker is then its node's energy exporter: its
-//   /metrics is RenderExporterMetrics's page for the pods `exporter_pods` lists; the node agent
-//   lists the other workers on the exporter's node, with their watts and energy_joules())
+//   /metrics is sim::RenderExporterMetrics's page for the pods `exporter_pods` lists; the node
+//   agent lists the other workers on the exporter's node, with their watts and energy_joules())
 //
 // Every worker integrates its load's watts over time (energy_joules()): the counter an exporter
 // reports for its pod. With a power curve (fake.eoc.dev/power-curve) its watts follow its token
@@ -50,8 +50,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fake_metrics.h"
 #include "faulty_metrics_server.h"
+#include "sim/metrics_pages.h"
 
 namespace eoc::server {
 class HttpServer;
@@ -63,25 +63,25 @@ namespace eoc::testing {
 
 struct FakeWorkerOptions {
   std::string address = "127.0.0.1:0";  // ip:port; port 0 picks a free one
-  Engine engine = Engine::kVllm;
+  api::Engine engine = api::Engine::kVllm;
   std::string model = "fake-model";  // model_name label, and the default answer's model
   std::string pod_name;              // for DCGM's pod/namespace labels and x-eoc-fake-worker
   std::string pod_namespace;
   bool dcgm = false;  // serve DCGM_FI_DEV_POWER_USAGE and _TOTAL_ENERGY_CONSUMPTION too
   int threads = 4;    // I/O threads: how many delayed completions run at once
   std::chrono::milliseconds delay{0};
-  FakeLoad load;
+  sim::PageFigures load;
   // Report `running` as load.running plus the completions being answered right now, so that real
   // traffic shows up in the load a scraper reads.
   bool count_in_flight = false;
   // Not kNone: a FaultyMetricsServer with this fault listens on the address instead.
   MetricsFault metrics_fault = MetricsFault::kNone;
-  // Set: the worker is a node's energy exporter. /metrics serves RenderExporterMetrics for
+  // Set: the worker is a node's energy exporter. /metrics serves sim::RenderExporterMetrics for
   // `node_name` and the pods `exporter_pods` lists (called on every scrape, from the server's
   // threads; none when unset) instead of an engine's page.
-  std::optional<Exporter> exporter;
+  std::optional<sim::Exporter> exporter;
   std::string node_name;
-  std::function<std::vector<ExporterPod>()> exporter_pods;
+  std::function<std::vector<sim::ExporterPod>()> exporter_pods;
 };
 
 // Pod annotations that configure a pod's fake worker (the node agent reads them).
@@ -92,14 +92,14 @@ inline constexpr const char* kModelAnnotation = "fake.eoc.dev/model";     // the
 inline constexpr const char* kDcgmAnnotation = "fake.eoc.dev/dcgm";       // "true": DCGM series
 inline constexpr const char* kMetricsFaultAnnotation = "fake.eoc.dev/metrics-fault";
 inline constexpr const char* kExporterAnnotation = "fake.eoc.dev/exporter";  // dcgm | kepler
-// The load a pod's worker reports: FakeLoad's running, waiting, kv_cache_usage (0..1), watts,
-// power_curve.
+// The load a pod's worker reports: sim::PageFigures's running, waiting, kv_cache_usage (0..1),
+// watts, power_curve.
 inline constexpr const char* kRunningAnnotation = "fake.eoc.dev/running";
 inline constexpr const char* kWaitingAnnotation = "fake.eoc.dev/waiting";
 inline constexpr const char* kKvCacheUsageAnnotation = "fake.eoc.dev/kv-cache-usage";
 inline constexpr const char* kWattsAnnotation = "fake.eoc.dev/watts";
-// FakeLoad's power_curve: "idle=100,joules-per-token=0.2,tokens-per-second=200-600" and
-// optionally ",period-ms=5000" (PowerCurve's fields; the rate from low to high and back); "0"
+// sim::PageFigures's power_curve: "idle=100,joules-per-token=0.2,tokens-per-second=200-600" and
+// optionally ",period-ms=5000" (sim::PowerCurve's fields; the rate from low to high and back); "0"
 // (what the node agent applies for a removed annotation) is no curve.
 inline constexpr const char* kPowerCurveAnnotation = "fake.eoc.dev/power-curve";
 inline constexpr std::array<const char*, 5> kLoadAnnotations = {
@@ -108,7 +108,7 @@ inline constexpr std::array<const char*, 5> kLoadAnnotations = {
 
 // The curve a kPowerCurveAnnotation value describes; nullopt for one that cannot be read (an
 // unknown or missing key, a negative number, low above high, a period of 0).
-std::optional<PowerCurve> ParsePowerCurve(std::string_view text);
+std::optional<sim::PowerCurve> ParsePowerCurve(std::string_view text);
 // The operator's own list of models a pod serves: its first entry is the fake worker's model when
 // fake.eoc.dev/model is absent.
 inline constexpr const char* kModelsAnnotation = "eoc.dev/models";
@@ -116,8 +116,9 @@ inline constexpr const char* kModelsAnnotation = "eoc.dev/models";
 // `load` changed as the load annotations (kLoadAnnotations) of `annotations` ask; the same rules.
 // running and waiting: whole numbers >= 0; kv-cache-usage: 0 to 1; watts: >= 0; power-curve:
 // ParsePowerCurve.
-FakeLoad ApplyLoadAnnotations(FakeLoad load, const std::map<std::string, std::string>& annotations,
-                              std::vector<std::string>* problems = nullptr);
+sim::PageFigures ApplyLoadAnnotations(sim::PageFigures load,
+                                      const std::map<std::string, std::string>& annotations,
+                                      std::vector<std::string>* problems = nullptr);
 
 // `options` changed as `annotations` ask (options.load by ApplyLoadAnnotations). A value that
 // cannot be read leaves the option as it was and is described in `problems` (when given).
@@ -143,17 +144,17 @@ class FakeWorker {
   std::uint16_t port() const;
   // "ip:port" as bound.
   std::string endpoint() const;
-  Engine engine() const { return options_.engine; }
-  std::optional<Exporter> exporter() const { return options_.exporter; }
+  api::Engine engine() const { return options_.engine; }
+  std::optional<sim::Exporter> exporter() const { return options_.exporter; }
 
   // Thread-safe; take effect on the next request. Setting the same power curve again goes on
   // along it.
-  void SetLoad(const FakeLoad& load);
+  void SetLoad(const sim::PageFigures& load);
   // The load as set (and as completions added to its token totals).
-  FakeLoad load() const;
+  sim::PageFigures load() const;
   // What /metrics reports now: load(), and with a power curve the curve's watts and
   // energy_millijoules_total, its tokens added to generation_tokens_total.
-  FakeLoad reported_load() const;
+  sim::PageFigures reported_load() const;
   // The load's watts integrated over time since the worker was made, in joules.
   double energy_joules() const;
   void SetDelay(std::chrono::milliseconds delay);
@@ -185,8 +186,8 @@ class FakeWorker {
   std::string last_forwarded_uri_;  // guarded by forwarded_mu_
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  FakeLoad load_;                    // guarded by mu_
-  EnergyIntegrator energy_;          // guarded by mu_; follows load_.watts or .power_curve
+  sim::PageFigures load_;            // guarded by mu_
+  sim::EnergyIntegrator energy_;     // guarded by mu_; follows load_.watts or .power_curve
   std::chrono::milliseconds delay_;  // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
   std::atomic<std::uint64_t> served_{0};

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "fake_metrics.h"
+#include "sim/metrics_pages.h"
 
 namespace eoc::testing {
 namespace {
@@ -142,7 +142,7 @@ void FaultyMetricsServer::Serve(int fd) {
       }
       return;
     case MetricsFault::kTrickle: {
-      const std::string page = RenderMetrics(Engine::kVllm, {}, {}, false);
+      const std::string page = sim::RenderMetrics(api::Engine::kVllm, {}, {}, false);
       if (!SendAll(fd, Head(page.size()))) return;
       for (const char c : page) {
         if (!Pause(1000) || !SendAll(fd, std::string_view(&c, 1))) return;

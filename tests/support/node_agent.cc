@@ -78,7 +78,7 @@ class NodeWorkers {
     entries_.erase(key);
   }
   // The workers on `node`, by namespace and name, with their watts and energy now.
-  std::vector<ExporterPod> On(const std::string& node) const {
+  std::vector<sim::ExporterPod> On(const std::string& node) const {
     std::vector<Entry> on;
     {
       const std::lock_guard lock(mu_);
@@ -86,7 +86,7 @@ class NodeWorkers {
         if (entry.node == node) on.push_back(entry);
       }
     }
-    std::vector<ExporterPod> pods;
+    std::vector<sim::ExporterPod> pods;
     pods.reserve(on.size());
     for (const Entry& e : on) {
       pods.push_back({.pod_namespace = e.ns,
@@ -331,7 +331,7 @@ class NodeAgent::Impl {
   void UpdateLoad(const AgentPod& pod) {
     std::map<std::string, std::string> now = LoadAnnotationsOf(pod.annotations);
     std::vector<std::string> problems;
-    FakeLoad load;
+    sim::PageFigures load;
     {
       const std::lock_guard lock(mu_);
       const auto it = pods_.find(pod.key());

@@ -160,7 +160,7 @@ class WeightsIntegrationTest : public testing::FleetTest {
   void SetRunning(const std::string& pod, int running) {
     const auto worker = agent_->Worker(ns_, pod);
     ASSERT_NE(worker, nullptr) << pod;
-    testing::FakeLoad load = worker->load();  // its power curve, if any, goes on
+    sim::PageFigures load = worker->load();  // its power curve, if any, goes on
     load.running = running;
     worker->SetLoad(load);
   }

@@ -215,7 +215,7 @@ TEST_F(NodeAgentTest, LoadAnnotationsSetTheRunningWorkersLoadWhenTheyChange) {
                                 {kWaitingAnnotation, nullptr}}}}}}));
   EXPECT_TRUE(Eventually(
       [&] {
-        const FakeLoad load = worker->load();
+        const sim::PageFigures load = worker->load();
         return load.running == 240 && load.waiting == 0 && load.kv_cache_usage == 0.9;
       },
       kPatience));

@@ -13,8 +13,8 @@
 
 #include "common/clock.h"
 #include "eventually.h"
-#include "fake_metrics.h"
 #include "routing/pool_snapshot.h"
+#include "sim/metrics_pages.h"
 #include "telemetry/metrics.h"
 
 namespace eoc::controller {
@@ -108,8 +108,8 @@ class FakeFetcher final : public MetricsFetcher {
   FetchRequest last_;
 };
 
-std::string Vllm(const testing::FakeLoad& load) {
-  return testing::RenderMetrics(testing::Engine::kVllm, load, {}, false);
+std::string Vllm(const sim::PageFigures& load) {
+  return sim::RenderMetrics(api::Engine::kVllm, load, {}, false);
 }
 
 std::string Address(int i) { return "10.0.0." + std::to_string(i) + ":9000"; }
@@ -208,8 +208,8 @@ TEST_F(ScrapeLoopTest, AFailingWorkerIsUnavailableAndTheOthersAreScrapedOnTime) 
   fetcher_.Set(Address(1), FakeFetcher::Error(FetchErrorKind::kDeadline));
   fetcher_.Hold(Address(2));
   fetcher_.Set(Address(3), FakeFetcher::Page("garbage\n"));
-  fetcher_.Set(Address(4), FakeFetcher::Page(testing::RenderMetrics(testing::Engine::kSglang,
-                                                                    {.running = 2}, {}, false)));
+  fetcher_.Set(Address(4), FakeFetcher::Page(sim::RenderMetrics(api::Engine::kSglang,
+                                                                {.running = 2}, {}, false)));
   loop_.SetPool(Pool({0, 1, 2, 3, 4}));
   ASSERT_TRUE(AwaitScrapes(4));
   EXPECT_EQ(Summary().ok, 1U);
@@ -300,9 +300,9 @@ TEST_F(ScrapeLoopTest, TokenRatesAcrossScrapesAndACounterReset) {
 }
 
 // A vLLM page with dcgm-exporter's power series for the GPU of pod prod/`pod` (a sidecar exporter).
-std::string VllmWithPower(const testing::FakeLoad& load, const std::string& pod) {
-  return testing::RenderMetrics(testing::Engine::kVllm, load,
-                                {.pod_name = pod, .pod_namespace = "prod"}, true);
+std::string VllmWithPower(const sim::PageFigures& load, const std::string& pod) {
+  return sim::RenderMetrics(api::Engine::kVllm, load, {.pod_name = pod, .pod_namespace = "prod"},
+                            true);
 }
 
 // A worker whose own page carries dcgm-exporter's power series for it: the loop reads its watts
@@ -319,7 +319,7 @@ TEST_F(ScrapeLoopTest, AWorkersOwnPageWithPowerSeriesGivesItsWattsAndMarginalJou
   ScrapePool pool = Pool({0});
   pool.targets[0].profile = {.idle_watts = 100, .max_watts = 700, .max_tokens_per_second = 10000};
   pool.targets[0].grid_g_per_kwh = 360;  // 1e-4 g per joule
-  testing::FakeLoad load{.watts = 150, .energy_millijoules_total = 1000000};
+  sim::PageFigures load{.watts = 150, .energy_millijoules_total = 1000000};
   fetcher_.Set(Address(0), FakeFetcher::Page(VllmWithPower(load, "w-0")));
   loop_.SetPool(pool);
   ASSERT_TRUE(AwaitScrapes(1));
@@ -396,14 +396,14 @@ class ExporterScrapeTest : public ScrapeLoopTest {
   // The exporter's page: worker i draws watts[i] and has used joules[i] (DCGM's mJ counter).
   static FetchResult ExporterPage(const std::vector<double>& watts,
                                   const std::vector<double>& joules) {
-    std::vector<testing::ExporterPod> pods;
+    std::vector<sim::ExporterPod> pods;
     for (std::size_t i = 0; i < watts.size(); ++i) {
       pods.push_back({.pod_namespace = "prod",
                       .pod_name = "w-" + std::to_string(i),
                       .watts = watts[i],
                       .joules_total = joules[i]});
     }
-    return FakeFetcher::Page(testing::RenderExporterMetrics(testing::Exporter::kDcgm, "a", pods));
+    return FakeFetcher::Page(sim::RenderExporterMetrics(sim::Exporter::kDcgm, "a", pods));
   }
   double Marginal(int i) const {
     for (const auto& observed : state_->Loads()) {
@@ -423,7 +423,7 @@ class ExporterScrapeTest : public ScrapeLoopTest {
 // One fetch of the exporter a round serves both workers on its node: each takes its own pod's
 // watts from it, and the slope of those over its token rate becomes its marginal joules.
 TEST_F(ExporterScrapeTest, ANodesExporterGivesEachWorkerOnItsNodeItsWattsAndMarginalJoules) {
-  testing::FakeLoad load[2];
+  sim::PageFigures load[2];
   double joules[2] = {1000, 5000};
   fetcher_.Set(Address(0), FakeFetcher::Page(Vllm(load[0])));
   fetcher_.Set(Address(1), FakeFetcher::Page(Vllm(load[1])));

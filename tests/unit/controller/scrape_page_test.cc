@@ -9,7 +9,7 @@
 #include <string>
 
 #include "controller/scrape_pool.h"
-#include "fake_metrics.h"
+#include "sim/metrics_pages.h"
 
 namespace eoc::controller {
 namespace {
@@ -135,15 +135,15 @@ TEST(ScrapePoolTest, EachWorkerTakesTheExporterOnItsNode) {
 }
 
 TEST(ScrapePageTest, AGoodPageGivesTheLoad) {
-  const std::string page = testing::RenderMetrics(testing::Engine::kVllm,
-                                                  {.running = 3,
-                                                   .waiting = 2,
-                                                   .kv_cache_usage = 0.25,
-                                                   .num_gpu_blocks = 1000,
-                                                   .block_size = 16,
-                                                   .prompt_tokens_total = 10,
-                                                   .generation_tokens_total = 20},
-                                                  {}, false);
+  const std::string page = sim::RenderMetrics(api::Engine::kVllm,
+                                              {.running = 3,
+                                               .waiting = 2,
+                                               .kv_cache_usage = 0.25,
+                                               .num_gpu_blocks = 1000,
+                                               .block_size = 16,
+                                               .prompt_tokens_total = 10,
+                                               .generation_tokens_total = 20},
+                                              {}, false);
   const ScrapeReading r = ReadScrape({.body = page}, signals::EngineMap::Vllm());
   ASSERT_EQ(r.result, ScrapeResult::kOk) << r.message;
   EXPECT_EQ(r.figures.prompt_tokens_total, 10);
@@ -179,12 +179,12 @@ TEST(ScrapePageTest, GoodScrapesCarryTheTokenRateAndTheWorkersOwnEnergy) {
       millijoules += static_cast<std::int64_t>(watts * 5 * 1000);
     }
     const std::string page =
-        testing::RenderMetrics(testing::Engine::kVllm,
-                               {.running = 4,
-                                .generation_tokens_total = generated,
-                                .watts = watts,
-                                .energy_millijoules_total = millijoules},
-                               {.pod_name = "w-0", .pod_namespace = "prod"}, /*dcgm=*/true);
+        sim::RenderMetrics(api::Engine::kVllm,
+                           {.running = 4,
+                            .generation_tokens_total = generated,
+                            .watts = watts,
+                            .energy_millijoules_total = millijoules},
+                           {.pod_name = "w-0", .pod_namespace = "prod"}, /*dcgm=*/true);
     const ScrapeReading r = ReadScrape({.body = page}, maps, "prod/w-0");
     ASSERT_EQ(r.result, ScrapeResult::kOk) << r.message;
     load = ObserveGoodScrape(r, start + std::chrono::seconds(5 * i), 250, w);
@@ -200,9 +200,8 @@ TEST(ScrapePageTest, GoodScrapesCarryTheTokenRateAndTheWorkersOwnEnergy) {
   EXPECT_TRUE(w.own_energy);
   EXPECT_NEAR(w.energy.watts().value_or(0), 400, 1e-9);
 
-  const std::string bare = testing::RenderMetrics(
-      testing::Engine::kVllm, {.running = 1, .generation_tokens_total = generated + 5000}, {},
-      false);
+  const std::string bare = sim::RenderMetrics(
+      api::Engine::kVllm, {.running = 1, .generation_tokens_total = generated + 5000}, {}, false);
   load = ObserveGoodScrape(ReadScrape({.body = bare}, maps, "prod/w-0"),
                            start + std::chrono::seconds(60), 250, w);
   EXPECT_FALSE(w.own_energy);
@@ -220,8 +219,7 @@ TEST(ScrapePageTest, EachFailureHasItsKind) {
   const ScrapeReading garbage = ReadScrape({.body = "\x01\x02 not metrics {\n"}, vllm);
   EXPECT_EQ(garbage.result, ScrapeResult::kParseError);
   EXPECT_FALSE(garbage.message.empty());
-  const std::string sglang =
-      testing::RenderMetrics(testing::Engine::kSglang, {.running = 1}, {}, false);
+  const std::string sglang = sim::RenderMetrics(api::Engine::kSglang, {.running = 1}, {}, false);
   EXPECT_EQ(ReadScrape({.body = sglang}, vllm).result, ScrapeResult::kMissingSeries);
   EXPECT_EQ(ReadScrape({.body = sglang}, signals::EngineMap::Sglang()).result, ScrapeResult::kOk);
   // Every fetch error kind keeps its name.
@@ -235,7 +233,7 @@ TEST(ScrapePageTest, EachFailureHasItsKind) {
 // DCGM then Kepler, DCGM and Kepler only theirs, Static none; only the worker's own pod counts.
 TEST(ScrapePageTest, TheEnergySourceChoosesTheSeriesReadForTheWorker) {
   const std::string page =
-      testing::RenderMetrics(testing::Engine::kVllm, {.running = 2}, {}, false) +
+      sim::RenderMetrics(api::Engine::kVllm, {.running = 2}, {}, false) +
       "# TYPE kepler_pod_cpu_watts gauge\n"
       "kepler_pod_cpu_watts{pod_name=\"w-0\",pod_namespace=\"prod\",state=\"running\","
       "zone=\"package\"} 30\n"
@@ -262,8 +260,8 @@ TEST(ScrapePageTest, TheEnergySourceChoosesTheSeriesReadForTheWorker) {
 // with the series but no pod on them (idle GPUs) is good, a page without any is not.
 TEST(ScrapePageTest, AnExportersPageGivesEachPodOnItsNode) {
   const PageMaps maps = PageMapsOf(signals::EngineMap::Vllm(), api::EnergySource::kAuto);
-  const std::string dcgm = testing::RenderExporterMetrics(
-      testing::Exporter::kDcgm, "node-a",
+  const std::string dcgm = sim::RenderExporterMetrics(
+      sim::Exporter::kDcgm, "node-a",
       {{.pod_namespace = "prod", .pod_name = "w-0", .watts = 150, .joules_total = 10},
        {.pod_namespace = "prod", .pod_name = "w-1", .watts = 250, .joules_total = 20, .gpus = 2}});
   const ExporterReading reading = ReadExporterPage({.body = dcgm}, maps);
@@ -275,8 +273,8 @@ TEST(ScrapePageTest, AnExportersPageGivesEachPodOnItsNode) {
   EXPECT_EQ(reading.pods.at("prod/w-1").gpus, 2);
   EXPECT_FALSE(reading.truncated);
 
-  const std::string kepler = testing::RenderExporterMetrics(
-      testing::Exporter::kKepler, "node-a",
+  const std::string kepler = sim::RenderExporterMetrics(
+      sim::Exporter::kKepler, "node-a",
       {{.pod_namespace = "prod", .pod_name = "w-0", .joules_total = 800}});
   const ExporterReading k = ReadExporterPage({.body = kepler}, maps);
   ASSERT_EQ(k.result, ScrapeResult::kOk) << k.message;
@@ -288,12 +286,11 @@ TEST(ScrapePageTest, AnExportersPageGivesEachPodOnItsNode) {
   EXPECT_EQ(dcgm_only.result, ScrapeResult::kMissingSeries);
   EXPECT_THAT(dcgm_only.message, ::testing::HasSubstr("energy exporters' series"));
 
-  const ExporterReading idle = ReadExporterPage(
-      {.body = testing::RenderExporterMetrics(testing::Exporter::kDcgm, "a", {})}, maps);
+  const ExporterReading idle =
+      ReadExporterPage({.body = sim::RenderExporterMetrics(sim::Exporter::kDcgm, "a", {})}, maps);
   EXPECT_EQ(idle.result, ScrapeResult::kOk);
   EXPECT_TRUE(idle.pods.empty());
-  const std::string vllm =
-      testing::RenderMetrics(testing::Engine::kVllm, {.running = 1}, {}, false);
+  const std::string vllm = sim::RenderMetrics(api::Engine::kVllm, {.running = 1}, {}, false);
   EXPECT_EQ(ReadExporterPage({.body = vllm}, maps).result, ScrapeResult::kMissingSeries);
   EXPECT_EQ(ReadExporterPage({.body = "\x01 not metrics {\n"}, maps).result,
             ScrapeResult::kParseError);

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "fake_metrics.h"
 #include "fixtures.h"
+#include "sim/metrics_pages.h"
 
 namespace eoc::signals {
 namespace {
@@ -214,30 +214,30 @@ TEST(EngineMap, NotFiniteValuesAreAbsent) {
   EXPECT_EQ(m.waiting, 1);
 }
 
-// The fake worker's pages (tests/support/fake_metrics.h) read back as what they were made of.
+// The fake worker's pages (sim/metrics_pages.h) read back as what they were made of.
 TEST(EngineMap, FakeWorkerPagesAgreeWithTheMaps) {
-  const eoc::testing::FakeLoad load{.running = 3,
-                                    .waiting = 2,
-                                    .kv_cache_usage = 0.25,
-                                    .num_gpu_blocks = 4096,
-                                    .block_size = 32,
-                                    .prompt_tokens_total = 1200,
-                                    .generation_tokens_total = 800};
-  const eoc::testing::MetricsLabels labels{.model = "llama", .pod_name = "p", .pod_namespace = "n"};
+  const eoc::sim::PageFigures load{.running = 3,
+                                   .waiting = 2,
+                                   .kv_cache_usage = 0.25,
+                                   .num_gpu_blocks = 4096,
+                                   .block_size = 32,
+                                   .prompt_tokens_total = 1200,
+                                   .generation_tokens_total = 800};
+  const eoc::sim::MetricsLabels labels{.model = "llama", .pod_name = "p", .pod_namespace = "n"};
   struct Engine {
-    eoc::testing::Engine fake;
+    eoc::api::Engine fake;
     EngineMap map;
     std::string model;
   };
   const std::vector<Engine> engines = {
-      {eoc::testing::Engine::kVllm, EngineMap::Vllm(), "llama"},
-      {eoc::testing::Engine::kSglang, EngineMap::Sglang(), "llama"},
-      {eoc::testing::Engine::kTrtllm, EngineMap::Trtllm(), "tensorrt_llm"},
+      {eoc::api::Engine::kVllm, EngineMap::Vllm(), "llama"},
+      {eoc::api::Engine::kSglang, EngineMap::Sglang(), "llama"},
+      {eoc::api::Engine::kTrtllm, EngineMap::Trtllm(), "tensorrt_llm"},
   };
   for (const Engine& engine : engines) {
-    SCOPED_TRACE(std::string(eoc::testing::EngineName(engine.fake)));
+    SCOPED_TRACE(std::string(eoc::api::ToString(engine.fake)));
     const ModelFigures m =
-        One(engine.map, eoc::testing::RenderMetrics(engine.fake, load, labels, /*dcgm=*/true, 4));
+        One(engine.map, eoc::sim::RenderMetrics(engine.fake, load, labels, /*dcgm=*/true, 4));
     EXPECT_EQ(m.model, engine.model);
     EXPECT_EQ(m.running, 3);
     EXPECT_EQ(m.waiting, 2);

@@ -1,4 +1,4 @@
-// The fake energy exporters' pages (tests/support/fake_metrics.h) read back by the real maps
+// The fake energy exporters' pages (sim/metrics_pages.h) read back by the real maps
 // (signals/energy_metrics.h) to the watts and energy the fake was given: what the integration
 // tests set on a fake dcgm-exporter or Kepler is what the operator reads. And a fake worker's
 // power curve: its integrals, and its pages scraped into the real estimator give its slope.
@@ -8,20 +8,20 @@
 #include <string>
 #include <vector>
 
-#include "fake_metrics.h"
 #include "signals/energy_metrics.h"
 #include "signals/engine_metrics.h"
 #include "signals/token_rate.h"
 #include "signals/worker_energy.h"
+#include "sim/metrics_pages.h"
 
 namespace eoc::signals {
 namespace {
 
-using eoc::testing::EnergyIntegrator;
-using eoc::testing::Exporter;
-using eoc::testing::ExporterPod;
-using eoc::testing::PowerCurve;
-using eoc::testing::RenderExporterMetrics;
+using eoc::sim::EnergyIntegrator;
+using eoc::sim::Exporter;
+using eoc::sim::ExporterPod;
+using eoc::sim::PowerCurve;
+using eoc::sim::RenderExporterMetrics;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -162,13 +162,11 @@ TEST(PowerCurve, AWorkersPagesGiveTheEstimatorItsSlope) {
   WorkerEnergy energy({.idle_watts = 100, .max_watts = 400, .max_tokens_per_second = 1000});
   for (int i = 0; i <= 20; ++i) {
     const auto at = t0 + milliseconds(1000 * i + 300);
-    const eoc::testing::FakeLoad load{
-        .generation_tokens_total = std::llround(e.Tokens(at)),
-        .watts = e.Watts(at),
-        .energy_millijoules_total = std::llround(e.Joules(at) * 1000)};
-    const std::string page =
-        eoc::testing::RenderMetrics(eoc::testing::Engine::kVllm, load,
-                                    {.pod_name = "web-0", .pod_namespace = "ns"}, /*dcgm=*/true);
+    const eoc::sim::PageFigures load{.generation_tokens_total = std::llround(e.Tokens(at)),
+                                     .watts = e.Watts(at),
+                                     .energy_millijoules_total = std::llround(e.Joules(at) * 1000)};
+    const std::string page = eoc::sim::RenderMetrics(
+        eoc::api::Engine::kVllm, load, {.pod_name = "web-0", .pod_namespace = "ns"}, /*dcgm=*/true);
     const ParseResult parsed = ParseExposition(page, {});
     ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
     const std::vector<ModelFigures> figures = engine.Read(parsed.page());

@@ -67,7 +67,7 @@ std::optional<Answer> Fetch(std::uint16_t port, http::verb verb, const std::stri
                 std::string(response["x-eoc-fake-worker"]), response.body()};
 }
 
-FakeLoad SomeLoad() {
+sim::PageFigures SomeLoad() {
   return {.running = 3,
           .waiting = 2,
           .kv_cache_usage = 0.25,
@@ -80,10 +80,10 @@ FakeLoad SomeLoad() {
           .energy_millijoules_total = 123456789};
 }
 
-const MetricsLabels kLabels{.model = "llama", .pod_name = "web-0", .pod_namespace = "ns"};
+const sim::MetricsLabels kLabels{.model = "llama", .pod_name = "web-0", .pod_namespace = "ns"};
 
 TEST(RenderMetricsTest, VllmForm) {
-  const std::string text = RenderMetrics(Engine::kVllm, SomeLoad(), kLabels, false);
+  const std::string text = sim::RenderMetrics(api::Engine::kVllm, SomeLoad(), kLabels, false);
   EXPECT_THAT(text, HasSubstr("# TYPE vllm:num_requests_running gauge\n"
                               "vllm:num_requests_running{model_name=\"llama\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("vllm:num_requests_waiting{model_name=\"llama\"} 2\n"));
@@ -99,7 +99,7 @@ TEST(RenderMetricsTest, VllmForm) {
 }
 
 TEST(RenderMetricsTest, SglangForm) {
-  const std::string text = RenderMetrics(Engine::kSglang, SomeLoad(), kLabels, false);
+  const std::string text = sim::RenderMetrics(api::Engine::kSglang, SomeLoad(), kLabels, false);
   EXPECT_THAT(text, HasSubstr("sglang:num_running_reqs{model_name=\"llama\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("sglang:num_queue_reqs{model_name=\"llama\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("sglang:token_usage{model_name=\"llama\"} 0.25\n"));
@@ -112,7 +112,7 @@ TEST(RenderMetricsTest, SglangForm) {
 }
 
 TEST(RenderMetricsTest, TensorRtLlmForm) {
-  const std::string text = RenderMetrics(Engine::kTrtllm, SomeLoad(), kLabels, false, 10);
+  const std::string text = sim::RenderMetrics(api::Engine::kTrtllm, SomeLoad(), kLabels, false, 10);
   const auto request = [](const char* type) {
     return R"(nv_trt_llm_request_metrics{model="tensorrt_llm",request_type=")" + std::string(type) +
            R"(",version="1"} )";
@@ -144,7 +144,7 @@ TEST(RenderMetricsTest, TensorRtLlmForm) {
 }
 
 TEST(RenderMetricsTest, DcgmSeriesWhenAsked) {
-  const std::string text = RenderMetrics(Engine::kVllm, SomeLoad(), kLabels, true);
+  const std::string text = sim::RenderMetrics(api::Engine::kVllm, SomeLoad(), kLabels, true);
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{gpu="
                               "\"0\",UUID=\"GPU-"));
   EXPECT_THAT(text, HasSubstr(",namespace=\"ns\",pod=\"web-0\"} 312.5\n"));
@@ -153,8 +153,8 @@ TEST(RenderMetricsTest, DcgmSeriesWhenAsked) {
 }
 
 TEST(RenderMetricsTest, EscapesLabelValues) {
-  const MetricsLabels odd{.model = "a\"b\\c\nd"};
-  EXPECT_THAT(RenderMetrics(Engine::kVllm, {}, odd, false),
+  const sim::MetricsLabels odd{.model = "a\"b\\c\nd"};
+  EXPECT_THAT(sim::RenderMetrics(api::Engine::kVllm, {}, odd, false),
               HasSubstr("{model_name=\"a\\\"b\\\\c\\nd\"} 0\n"));
 }
 
@@ -166,11 +166,12 @@ TEST(RenderMetricsTest, EscapesLabelValues) {
 TEST(RenderMetricsTest, PromtoolAcceptsEveryForm) {
   const std::string promtool = FindPromtool();
   if (promtool.empty()) GTEST_SKIP() << "promtool is not on PATH";
-  for (const Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+  for (const api::Engine engine :
+       {api::Engine::kVllm, api::Engine::kSglang, api::Engine::kTrtllm}) {
     for (const bool dcgm : {false, true}) {
-      const std::string text = RenderMetrics(engine, SomeLoad(), kLabels, dcgm, 3);
+      const std::string text = sim::RenderMetrics(engine, SomeLoad(), kLabels, dcgm, 3);
       const auto [status, output] = PromtoolCheckMetrics(promtool, text);
-      std::string trace(EngineName(engine));
+      std::string trace(api::ToString(engine));
       trace.append(dcgm ? " with DCGM" : "").append(":\n").append(text);
       trace.append("\npromtool said:\n").append(output);
       SCOPED_TRACE(trace);
@@ -182,7 +183,7 @@ TEST(RenderMetricsTest, PromtoolAcceptsEveryForm) {
         const bool energy = line.starts_with("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter");
         EXPECT_TRUE(colon || energy) << "unexpected promtool finding: " << line;
       }
-      if (engine == Engine::kTrtllm && !dcgm) {
+      if (engine == api::Engine::kTrtllm && !dcgm) {
         EXPECT_EQ(status, 0);
       }
     }
@@ -192,13 +193,13 @@ TEST(RenderMetricsTest, PromtoolAcceptsEveryForm) {
 TEST(RenderMetricsTest, PromtoolAcceptsTheExporterPages) {
   const std::string promtool = FindPromtool();
   if (promtool.empty()) GTEST_SKIP() << "promtool is not on PATH";
-  const std::vector<ExporterPod> pods = {
+  const std::vector<sim::ExporterPod> pods = {
       {.pod_namespace = "ns", .pod_name = "web-0", .watts = 250, .joules_total = 1234.5},
       {.pod_namespace = "ns", .pod_name = "web-1", .watts = 300, .joules_total = 99, .gpus = 2}};
-  for (const Exporter exporter : {Exporter::kDcgm, Exporter::kKepler}) {
-    const std::string text = RenderExporterMetrics(exporter, "gpu-a", pods);
+  for (const sim::Exporter exporter : {sim::Exporter::kDcgm, sim::Exporter::kKepler}) {
+    const std::string text = sim::RenderExporterMetrics(exporter, "gpu-a", pods);
     const auto [status, output] = PromtoolCheckMetrics(promtool, text);
-    std::string trace(ExporterName(exporter));
+    std::string trace(sim::ExporterName(exporter));
     trace.append(":\n").append(text).append("\npromtool said:\n").append(output);
     SCOPED_TRACE(trace);
     ASSERT_TRUE(status == 0 || status == 3) << "promtool exit status " << status;
@@ -206,30 +207,32 @@ TEST(RenderMetricsTest, PromtoolAcceptsTheExporterPages) {
     for (std::string line; std::getline(lines, line);) {
       if (line.empty()) continue;
       // dcgm-exporter's own names and labels (modelName, Hostname), as the real one writes them.
-      EXPECT_TRUE(exporter == Exporter::kDcgm && line.starts_with("DCGM_FI_DEV_"))
+      EXPECT_TRUE(exporter == sim::Exporter::kDcgm && line.starts_with("DCGM_FI_DEV_"))
           << "unexpected promtool finding: " << line;
     }
   }
 }
 
 TEST(EngineTest, ExporterNamesRoundTrip) {
-  for (const Exporter exporter : {Exporter::kDcgm, Exporter::kKepler}) {
-    EXPECT_EQ(ParseExporter(ExporterName(exporter)), exporter);
+  for (const sim::Exporter exporter : {sim::Exporter::kDcgm, sim::Exporter::kKepler}) {
+    EXPECT_EQ(sim::ParseExporter(sim::ExporterName(exporter)), exporter);
   }
-  EXPECT_EQ(ParseExporter("DCGM"), std::nullopt);
+  EXPECT_EQ(sim::ParseExporter("DCGM"), std::nullopt);
   std::vector<std::string> problems;
-  EXPECT_EQ(ApplyAnnotations({}, {{kExporterAnnotation, "kepler"}}).exporter, Exporter::kKepler);
+  EXPECT_EQ(ApplyAnnotations({}, {{kExporterAnnotation, "kepler"}}).exporter,
+            sim::Exporter::kKepler);
   EXPECT_EQ(ApplyAnnotations({}, {{kExporterAnnotation, "node"}}, &problems).exporter,
             std::nullopt);
   EXPECT_THAT(problems, ::testing::ElementsAre("fake.eoc.dev/exporter: cannot use \"node\""));
 }
 
 TEST(EngineTest, NamesRoundTrip) {
-  for (const Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
-    EXPECT_EQ(ParseEngine(EngineName(engine)), engine);
+  for (const api::Engine engine :
+       {api::Engine::kVllm, api::Engine::kSglang, api::Engine::kTrtllm}) {
+    EXPECT_EQ(sim::ParseEngine(api::ToString(engine)), engine);
   }
-  EXPECT_EQ(ParseEngine("VLLM"), std::nullopt);
-  EXPECT_EQ(ParseEngine(""), std::nullopt);
+  EXPECT_EQ(sim::ParseEngine("VLLM"), std::nullopt);
+  EXPECT_EQ(sim::ParseEngine(""), std::nullopt);
 }
 
 TEST(ApplyAnnotationsTest, ReadsWhatItCanAndNamesTheRest) {
@@ -240,7 +243,7 @@ TEST(ApplyAnnotationsTest, ReadsWhatItCanAndNamesTheRest) {
                                           {kDcgmAnnotation, "true"},
                                           {kModelsAnnotation, "llama,mistral"}},
                                          &problems);
-  EXPECT_EQ(o.engine, Engine::kTrtllm);
+  EXPECT_EQ(o.engine, api::Engine::kTrtllm);
   EXPECT_EQ(o.delay, std::chrono::milliseconds(250));
   EXPECT_TRUE(o.dcgm);
   EXPECT_EQ(o.model, "llama");
@@ -249,12 +252,12 @@ TEST(ApplyAnnotationsTest, ReadsWhatItCanAndNamesTheRest) {
   o = ApplyAnnotations({.model = "default"},
                        {{kModelAnnotation, "qwen"}, {kModelsAnnotation, "llama"}}, &problems);
   EXPECT_EQ(o.model, "qwen");
-  EXPECT_EQ(o.engine, Engine::kVllm);
+  EXPECT_EQ(o.engine, api::Engine::kVllm);
 
   o = ApplyAnnotations(
-      {.engine = Engine::kSglang, .delay = std::chrono::milliseconds(5)},
+      {.engine = api::Engine::kSglang, .delay = std::chrono::milliseconds(5)},
       {{kEngineAnnotation, "tgi"}, {kDelayAnnotation, "-1"}, {kDcgmAnnotation, "yes"}}, &problems);
-  EXPECT_EQ(o.engine, Engine::kSglang);
+  EXPECT_EQ(o.engine, api::Engine::kSglang);
   EXPECT_EQ(o.delay, std::chrono::milliseconds(5));
   EXPECT_FALSE(o.dcgm);
   ASSERT_EQ(problems.size(), 3U);
@@ -282,11 +285,11 @@ TEST(ApplyLoadAnnotationsTest, APowerCurveIsReadWholeOrNotAtAll) {
   const auto curve =
       ParsePowerCurve("idle=100,joules-per-token=0.2,tokens-per-second=200-600,period-ms=3000");
   ASSERT_TRUE(curve);
-  EXPECT_EQ(*curve, (PowerCurve{.idle_watts = 100,
-                                .joules_per_token = 0.2,
-                                .low_tokens_per_second = 200,
-                                .high_tokens_per_second = 600,
-                                .period = std::chrono::milliseconds(3000)}));
+  EXPECT_EQ(*curve, (sim::PowerCurve{.idle_watts = 100,
+                                     .joules_per_token = 0.2,
+                                     .low_tokens_per_second = 200,
+                                     .high_tokens_per_second = 600,
+                                     .period = std::chrono::milliseconds(3000)}));
   EXPECT_EQ(ParsePowerCurve("idle=50,joules-per-token=1,tokens-per-second=80")->period,
             std::chrono::milliseconds(5000));
   for (const char* bad : {"", "idle=100", "idle=100,joules-per-token=0.2",
@@ -297,7 +300,7 @@ TEST(ApplyLoadAnnotationsTest, APowerCurveIsReadWholeOrNotAtAll) {
     EXPECT_EQ(ParsePowerCurve(bad), std::nullopt) << bad;
   }
   std::vector<std::string> problems;
-  FakeLoad load = ApplyLoadAnnotations(
+  sim::PageFigures load = ApplyLoadAnnotations(
       {}, {{kPowerCurveAnnotation, "idle=100,joules-per-token=0.2,tokens-per-second=200-600"}},
       &problems);
   ASSERT_TRUE(load.power_curve);
@@ -314,14 +317,14 @@ TEST(ApplyLoadAnnotationsTest, APowerCurveIsReadWholeOrNotAtAll) {
 TEST(FakeWorkerPowerCurveTest, ItsWattsEnergyAndTokensAreWhatItsPageReports) {
   FakeWorker worker({.pod_name = "web-0", .pod_namespace = "ns", .dcgm = true});
   worker.Start();
-  FakeLoad load{.running = 2,
-                .power_curve = PowerCurve{.idle_watts = 100,
-                                          .joules_per_token = 0.2,
-                                          .low_tokens_per_second = 200,
-                                          .high_tokens_per_second = 600}};
+  sim::PageFigures load{.running = 2,
+                        .power_curve = sim::PowerCurve{.idle_watts = 100,
+                                                       .joules_per_token = 0.2,
+                                                       .low_tokens_per_second = 200,
+                                                       .high_tokens_per_second = 600}};
   worker.SetLoad(load);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const FakeLoad first = worker.reported_load();
+  const sim::PageFigures first = worker.reported_load();
   EXPECT_GE(first.watts, 140);
   EXPECT_LE(first.watts, 220);
   EXPECT_GT(first.generation_tokens_total, 0);
@@ -329,7 +332,7 @@ TEST(FakeWorkerPowerCurveTest, ItsWattsEnergyAndTokensAreWhatItsPageReports) {
   EXPECT_EQ(worker.load().generation_tokens_total, 0);  // as set
   worker.SetLoad(load);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const FakeLoad second = worker.reported_load();
+  const sim::PageFigures second = worker.reported_load();
   EXPECT_GT(second.generation_tokens_total, first.generation_tokens_total);
   EXPECT_GT(second.energy_millijoules_total, first.energy_millijoules_total);
   EXPECT_NEAR(worker.energy_joules(), second.energy_millijoules_total / 1000.0, 5);
@@ -340,12 +343,12 @@ TEST(FakeWorkerPowerCurveTest, ItsWattsEnergyAndTokensAreWhatItsPageReports) {
 
 TEST(ApplyLoadAnnotationsTest, SetsTheAnnotatedFiguresAndNamesBadValues) {
   std::vector<std::string> problems;
-  FakeLoad load = ApplyLoadAnnotations({.running = 1, .waiting = 2, .watts = 90},
-                                       {{kRunningAnnotation, "240"},
-                                        {kKvCacheUsageAnnotation, "0.9"},
-                                        {kWattsAnnotation, "380.5"},
-                                        {kEngineAnnotation, "vllm"}},
-                                       &problems);
+  sim::PageFigures load = ApplyLoadAnnotations({.running = 1, .waiting = 2, .watts = 90},
+                                               {{kRunningAnnotation, "240"},
+                                                {kKvCacheUsageAnnotation, "0.9"},
+                                                {kWattsAnnotation, "380.5"},
+                                                {kEngineAnnotation, "vllm"}},
+                                               &problems);
   EXPECT_EQ(load.running, 240);
   EXPECT_EQ(load.waiting, 2);  // not annotated: as it was
   EXPECT_DOUBLE_EQ(load.kv_cache_usage, 0.9);
@@ -407,7 +410,7 @@ TEST_F(FakeWorkerTest, AFaultyWorkerAnswersGarbage) {
 }
 
 TEST_F(FakeWorkerTest, ServesMetricsWithTheValuesSet) {
-  Start({.engine = Engine::kSglang, .model = "llama", .dcgm = true});
+  Start({.engine = api::Engine::kSglang, .model = "llama", .dcgm = true});
   EXPECT_EQ(worker_->endpoint(), "127.0.0.1:" + std::to_string(worker_->port()));
   worker_->SetLoad(SomeLoad());
   auto answer = Get("/metrics");
@@ -419,7 +422,7 @@ TEST_F(FakeWorkerTest, ServesMetricsWithTheValuesSet) {
   EXPECT_THAT(answer->body, HasSubstr("sglang:num_running_reqs{model_name=\"llama\"} 3\n"));
   EXPECT_THAT(answer->body, HasSubstr(",namespace=\"ns\",pod=\"web-0\"} 312.5\n"));
 
-  FakeLoad load = worker_->load();
+  sim::PageFigures load = worker_->load();
   load.running = 9;
   worker_->SetLoad(load);
   answer = Get("/metrics");
@@ -443,8 +446,8 @@ TEST_F(FakeWorkerTest, IntegratesItsWattsIntoJoules) {
 }
 
 TEST_F(FakeWorkerTest, AnExporterServesThePodsItIsGiven) {
-  Start({.exporter = Exporter::kDcgm, .node_name = "gpu-a", .exporter_pods = [] {
-           return std::vector<ExporterPod>{
+  Start({.exporter = sim::Exporter::kDcgm, .node_name = "gpu-a", .exporter_pods = [] {
+           return std::vector<sim::ExporterPod>{
                {.pod_namespace = "ns", .pod_name = "web-1", .watts = 275.5, .joules_total = 12}};
          }});
   const auto answer = Get("/metrics");

@@ -83,7 +83,7 @@ TEST(DirectFetcher, ReadsThePageAndSendsTheScrapeHeaders) {
 }
 
 TEST(DirectFetcher, ReadsAFakeWorkersMetricsPage) {
-  eoc::testing::FakeWorker worker({.engine = eoc::testing::Engine::kVllm});
+  eoc::testing::FakeWorker worker({.engine = eoc::api::Engine::kVllm});
   worker.Start();
   worker.SetLoad({.running = 5, .waiting = 2, .kv_cache_usage = 0.5});
   DirectFetcher fetcher;

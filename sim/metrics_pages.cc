@@ -1,4 +1,4 @@
-#include "fake_metrics.h"
+#include "sim/metrics_pages.h"
 
 #include <algorithm>
 #include <array>
@@ -7,9 +7,10 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <stdexcept>
 #include <utility>
 
-namespace eoc::testing {
+namespace eoc::sim {
 namespace {
 
 using Label = std::pair<std::string_view, std::string_view>;
@@ -74,7 +75,7 @@ class Exposition {
   std::string out_;
 };
 
-std::int64_t UsedBlocks(const FakeLoad& load) {
+std::int64_t UsedBlocks(const PageFigures& load) {
   const double used = std::round(std::clamp(load.kv_cache_usage, 0.0, 1.0) *
                                  static_cast<double>(load.num_gpu_blocks));
   return static_cast<std::int64_t>(used);
@@ -82,7 +83,7 @@ std::int64_t UsedBlocks(const FakeLoad& load) {
 
 // vLLM's names (vllm/engine/metrics.py, vllm/v1/metrics/loggers.py): both KV-usage gauges, as
 // releases during the rename from gpu_cache_usage_perc to kv_cache_usage_perc serve them.
-void RenderVllm(Exposition& e, const FakeLoad& load, const MetricsLabels& labels) {
+void RenderVllm(Exposition& e, const PageFigures& load, const MetricsLabels& labels) {
   const Label model{"model_name", labels.model};
   e.One("vllm:num_requests_running", "Number of requests in model execution batches.", "gauge",
         {model}, Number(load.running));
@@ -109,7 +110,7 @@ void RenderVllm(Exposition& e, const FakeLoad& load, const MetricsLabels& labels
 
 // SGLang's names (python/sglang/srt/metrics/collector.py): SchedulerMetricsCollector's gauges and
 // TokenizerMetricsCollector's counters. page_size and num_pages are the KV pool's page geometry.
-void RenderSglang(Exposition& e, const FakeLoad& load, const MetricsLabels& labels) {
+void RenderSglang(Exposition& e, const PageFigures& load, const MetricsLabels& labels) {
   const Label model{"model_name", labels.model};
   const std::int64_t max_tokens = load.num_gpu_blocks * load.block_size;
   e.One("sglang:num_running_reqs", "The number of running requests.", "gauge", {model},
@@ -154,7 +155,7 @@ void TokenHistogram(Exposition& e, std::string_view name, std::string_view type,
 }
 
 // Triton's TensorRT-LLM backend (inflight_batcher_llm custom metrics), model "tensorrt_llm".
-void RenderTrtllm(Exposition& e, const FakeLoad& load, std::uint64_t served) {
+void RenderTrtllm(Exposition& e, const PageFigures& load, std::uint64_t served) {
   const Label model{"model", "tensorrt_llm"};
   const Label version{"version", "1"};
   const std::string_view requests = "nv_trt_llm_request_metrics";
@@ -187,7 +188,7 @@ void RenderTrtllm(Exposition& e, const FakeLoad& load, std::uint64_t served) {
 }
 
 // dcgm-exporter's default counters (etc/default-counters.csv), for GPU 0, attributed to the pod.
-void RenderDcgm(Exposition& e, const FakeLoad& load, const MetricsLabels& labels) {
+void RenderDcgm(Exposition& e, const PageFigures& load, const MetricsLabels& labels) {
   // A stable fake UUID per pod: 12 hex digits of a hash of its name.
   const std::uint64_t hash =
       std::hash<std::string>()(labels.pod_namespace + "/" + labels.pod_name) & 0xFFFFFFFFFFFFULL;
@@ -419,41 +420,33 @@ double EnergyIntegrator::Tokens(Clock::time_point now) const {
   return tokens_ + (curve_ ? curve_->Tokens(Since(now)) : 0);
 }
 
-std::string_view EngineName(Engine engine) {
-  switch (engine) {
-    case Engine::kVllm:
-      return "vllm";
-    case Engine::kSglang:
-      return "sglang";
-    case Engine::kTrtllm:
-      return "trtllm";
-  }
-  return "vllm";
-}
-
-std::optional<Engine> ParseEngine(std::string_view name) {
-  for (const Engine e : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
-    if (name == EngineName(e)) return e;
+std::optional<api::Engine> ParseEngine(std::string_view name) {
+  for (const api::Engine e : {api::Engine::kVllm, api::Engine::kSglang, api::Engine::kTrtllm}) {
+    if (name == api::ToString(e)) return e;
   }
   return std::nullopt;
 }
 
-std::string RenderMetrics(Engine engine, const FakeLoad& load, const MetricsLabels& labels,
+std::string RenderMetrics(api::Engine engine, const PageFigures& load, const MetricsLabels& labels,
                           bool dcgm, std::uint64_t served) {
   Exposition e;
   switch (engine) {
-    case Engine::kVllm:
+    case api::Engine::kVllm:
       RenderVllm(e, load, labels);
       break;
-    case Engine::kSglang:
+    case api::Engine::kSglang:
       RenderSglang(e, load, labels);
       break;
-    case Engine::kTrtllm:
+    case api::Engine::kTrtllm:
       RenderTrtllm(e, load, served);
       break;
+    case api::Engine::kGeneric:
+      throw std::invalid_argument(
+          "RenderMetrics: a generic engine has no page of its own (its series are the pool's "
+          "spec.metrics map)");
   }
   if (dcgm) RenderDcgm(e, load, labels);
   return e.Take();
 }
 
-}  // namespace eoc::testing
+}  // namespace eoc::sim

@@ -1,18 +1,19 @@
-// The /metrics page of a fake LLM inference worker: the text exposition format of a real engine
-// (vLLM, SGLang, or TensorRT-LLM under Triton), with the series names and labels those engines
-// serve, and optionally dcgm-exporter's power series for the worker's pod. FakeWorker serves it;
-// tests of scrapers render it directly.
+// The /metrics pages of LLM inference workers, rendered from figures: the text exposition format
+// of a real engine (vLLM, SGLang, or TensorRT-LLM under Triton), with the series names and labels
+// those engines serve, and optionally dcgm-exporter's power series for the worker's pod. The
+// simulator's workers serve these pages to the controller's scrape reader (ReadScrape), and the
+// test fleet's fake workers (tests/support/fake_worker.h) serve them over HTTP.
 //
-//   std::string page = eoc::testing::RenderMetrics(eoc::testing::Engine::kSglang,
-//                                                  {.running = 3, .kv_cache_usage = 0.4},
-//                                                  {.model = "llama"}, /*dcgm=*/false);
+//   std::string page = eoc::sim::RenderMetrics(eoc::api::Engine::kSglang,
+//                                              {.running = 3, .kv_cache_usage = 0.4},
+//                                              {.model = "llama"}, /*dcgm=*/false);
 //
-// And the page of a node's energy exporter (a fake dcgm-exporter or Kepler 0.7, the DaemonSet
-// pod that reports every pod on its node), from each pod's watts and the energy they add up to:
+// And the page of a node's energy exporter (dcgm-exporter or Kepler 0.7, the DaemonSet pod that
+// reports every pod on its node), from each pod's watts and the energy they add up to:
 //
 //   EnergyIntegrator energy(/*watts=*/250, start);   // the joules counter integrates the watts
-//   std::string page = eoc::testing::RenderExporterMetrics(
-//       eoc::testing::Exporter::kDcgm, "gpu-a",
+//   std::string page = eoc::sim::RenderExporterMetrics(
+//       eoc::sim::Exporter::kDcgm, "gpu-a",
 //       {{.pod_namespace = "ns", .pod_name = "web-0", .watts = 250,
 //         .joules_total = energy.Joules(now)}});
 #pragma once
@@ -24,14 +25,13 @@
 #include <string_view>
 #include <vector>
 
-namespace eoc::testing {
+#include "api/inference_pool.h"
 
-enum class Engine { kVllm, kSglang, kTrtllm };
+namespace eoc::sim {
 
-// "vllm", "sglang" or "trtllm".
-std::string_view EngineName(Engine engine);
-// The engine of that name (as EngineName writes it); nullopt for anything else.
-std::optional<Engine> ParseEngine(std::string_view name);
+// The engine of that name among those whose pages are rendered here (vLLM, SGLang, TensorRT-LLM,
+// named as the CRD names them: api::ToString); nullopt for any other name, "generic" included.
+std::optional<api::Engine> ParseEngine(std::string_view name);
 
 // A synthetic workload whose power follows its token rate, as DESIGN.md's energy model has it:
 // watts = idle_watts + joules_per_token x tokens/s, the rate going linearly from low to high and
@@ -51,9 +51,9 @@ struct PowerCurve {
   bool operator==(const PowerCurve&) const = default;
 };
 
-// What /metrics reports. Counters are totals since the worker "started"; the worker adds each
+// What /metrics reports. Counters are totals since the worker started; the worker adds each
 // completion's prompt and generated tokens to the two token totals.
-struct FakeLoad {
+struct PageFigures {
   std::int64_t running = 0;
   std::int64_t waiting = 0;
   double kv_cache_usage = 0;  // 0..1: the fraction of KV blocks in use
@@ -64,9 +64,9 @@ struct FakeLoad {
   std::int64_t generation_tokens_total = 0;
   double watts = 0;                           // DCGM_FI_DEV_POWER_USAGE
   std::int64_t energy_millijoules_total = 0;  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
-  // Set: a FakeWorker draws and generates as the curve says: it reports the curve's watts, the
-  // energy they add up to, and its tokens added to generation_tokens_total (`watts` and
-  // `energy_millijoules_total` are then its own).
+  // Set: a fake worker (tests/support/fake_worker.h) draws and generates as the curve says: it
+  // reports the curve's watts, the energy they add up to, and its tokens added to
+  // generation_tokens_total (`watts` and `energy_millijoules_total` are then its own).
   std::optional<PowerCurve> power_curve;
 };
 
@@ -94,7 +94,7 @@ struct MetricsLabels {
 //           the token totals); labelled model="tensorrt_llm", version="1"
 //   DCGM    DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, a counter);
 //           labelled gpu, UUID, device, namespace, pod
-std::string RenderMetrics(Engine engine, const FakeLoad& load, const MetricsLabels& labels,
+std::string RenderMetrics(api::Engine engine, const PageFigures& load, const MetricsLabels& labels,
                           bool dcgm, std::uint64_t served = 0);
 
 // A node's energy exporter: dcgm-exporter (per GPU) or Kepler 0.7 (per container).
@@ -160,4 +160,4 @@ class EnergyIntegrator {
   double tokens_ = 0;        // up to since_
 };
 
-}  // namespace eoc::testing
+}  // namespace eoc::sim
