@@ -35,14 +35,6 @@ std::chrono::seconds MetricsInterval(const api::InferencePoolSpec& spec) {
   return std::chrono::seconds(std::max(1, spec.metrics.interval_seconds));
 }
 
-// Marks the workers whose pods (names, sorted) are in `draining`.
-void MarkDraining(std::vector<routing::Worker>& workers, const std::vector<std::string>& draining) {
-  if (draining.empty()) return;
-  for (routing::Worker& w : workers) {
-    w.draining = std::binary_search(draining.begin(), draining.end(), PodName(w));
-  }
-}
-
 }  // namespace
 
 kube::ObjectReference PoolReference(const api::InferencePool& pool) {

@@ -17,6 +17,8 @@ const telemetry::Logger& Log() {
   return log;
 }
 
+}  // namespace
+
 autoscale::PolicyConfig PolicyOf(const api::AutoscalingSpec& a) {
   return {.min_replicas = a.min_replicas,
           .max_replicas = a.max_replicas.value_or(a.min_replicas),
@@ -27,8 +29,6 @@ autoscale::PolicyConfig PolicyOf(const api::AutoscalingSpec& a) {
           .upscaling_factor = a.upscaling_factor,
           .downscaling_factor = a.downscaling_factor};
 }
-
-}  // namespace
 
 PoolScaler::PoolScaler(const PoolStore& store, MembersLookup members, ScaleClient& scales,
                        kube::EventSink& events, PoolScalerOptions options, const Clock& clock,

@@ -91,6 +91,10 @@ struct PoolScalerOptions {
 };
 
 // A pool's current workers (the reconciler's membership), nullptr while unknown.
+// The policy's parameters from a pool's spec.autoscaling (maxReplicas, when absent, is
+// minReplicas). The scaler and the simulator (sim/) configure the policy with it.
+autoscale::PolicyConfig PolicyOf(const api::AutoscalingSpec& autoscaling);
+
 using MembersLookup = std::function<std::shared_ptr<const PoolMembers>(const std::string& key)>;
 
 class PoolScaler final : public kube::Reconciler, public ScalingSource {

@@ -62,4 +62,11 @@ std::vector<std::string> MissingEnergyProfiles(const api::InferencePoolSpec& spe
   return out;
 }
 
+void MarkDraining(std::vector<routing::Worker>& workers, const std::vector<std::string>& draining) {
+  if (draining.empty()) return;
+  for (routing::Worker& w : workers) {
+    w.draining = std::binary_search(draining.begin(), draining.end(), PodName(w));
+  }
+}
+
 }  // namespace eoc::controller

@@ -51,4 +51,9 @@ std::vector<routing::Worker> WeighWorkers(
 std::vector<std::string> MissingEnergyProfiles(const api::InferencePoolSpec& spec,
                                                const std::vector<routing::Worker>& workers);
 
+// Marks the workers whose pods (names without the namespace, sorted) are in `draining`, as the
+// table publishes the pods a scale-in drains (no new work, their sessions move); with none, the
+// workers are left as they are.
+void MarkDraining(std::vector<routing::Worker>& workers, const std::vector<std::string>& draining);
+
 }  // namespace eoc::controller
