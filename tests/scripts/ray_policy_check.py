@@ -10,6 +10,12 @@ policy (src/autoscale/policy.cc), in Python floats as Ray computes, and replays 
 the row's time, ongoing total, current and target, with the delay state carried from the rows
 before, it must reach the row's decision. Each row's target must also be the decision before it.
 Exits 1 naming the first row that differs.
+
+A record may carry a sixth column, `complete` (1 or 0), and leave `ongoing` empty: these are this
+project's holds on missing metrics (src/autoscale/policy.h, "Metrics"), which Ray has no notion
+of, as the simulator's records have them (eoc-sim --autoscaler-record). A tick whose load is
+unknown (empty `ongoing`), or whose load misses some ready worker (`complete` 0) and points down,
+holds at target and resets the delay.
 """
 import csv
 import json
@@ -71,9 +77,15 @@ class Model:
             self.counter, self.since = 0, None
         return decision
 
-    def decide(self, now, total, current, target):
+    def hold(self, target):
+        self.counter, self.since = 0, None
+        return max(self.p["minReplicas"], min(self.p["maxReplicas"], target))
+
+    def decide(self, now, total, current, target, complete=True):
         p = self.p
-        if current == 0 and total > 0:
+        if current != 0 and total is None:
+            return self.hold(target)
+        if current == 0 and (total or 0) > 0:
             decision = max(math.ceil(1 * p["upscalingFactor"]), target)
         else:
             if current == 0:
@@ -81,6 +93,8 @@ class Model:
             else:
                 desired = current * (total / (p["targetOngoingRequests"] * current))
             scaled = self.factors(desired, current)
+            if current != 0 and not complete and scaled < target:
+                return self.hold(target)
             if current == 0 and scaled > 0:
                 decision = scaled
             else:
@@ -99,14 +113,17 @@ def main():
     with open(sys.argv[1], newline="") as f:
         reader = csv.reader(f)
         header = next(reader)
-        if header != ["time_s", "ongoing", "current", "target", "decision"]:
+        columns = ["time_s", "ongoing", "current", "target", "decision"]
+        if header not in (columns, columns + ["complete"]):
             sys.exit(f"{sys.argv[1]}: header {header}")
         for n, row in enumerate(reader, start=2):
-            now, total = float(row[0]), float(row[1])
+            now = float(row[0])
+            total = float(row[1]) if row[1] != "" else None
             current, target, decision = int(row[2]), int(row[3]), int(row[4])
+            complete = len(row) < 6 or row[5] == "1"
             if previous is not None and target != previous:
                 sys.exit(f"line {n}: target {target}, but the decision before was {previous}")
-            want = model.decide(now, total, current, target)
+            want = model.decide(now, total, current, target, complete)
             if want != decision:
                 sys.exit(f"line {n}: {row}: the model decides {want}")
             previous = decision
