@@ -72,12 +72,13 @@ std::vector<std::string> WritePlots(const std::vector<RunReport>& reports, const
     energy << Quoted(r.policy) << ' ' << r.joules_per_token << ' ' << 1000 * r.grams_per_token
            << '\n';
     const std::string sep = i == 0 ? "" : ", \\\n     ";
-    replicas_plot += sep + Quoted(slug + ".series.dat") + " using 1:2 with steps title " +
-                     Quoted(r.policy + " pods") + ", " + Quoted(slug + ".series.dat") +
-                     " using 1:5 axes x1y2 with lines dashtype 2 title " +
-                     Quoted(r.policy + " in flight");
-    ttft_plot +=
-        sep + Quoted(slug + ".ttft.dat") + " using 1:2 with lines title " + Quoted(r.policy);
+    const std::string series_file = Quoted(slug + ".series.dat");
+    replicas_plot.append(sep).append(series_file).append(" using 1:2 with steps title ");
+    replicas_plot.append(Quoted(r.policy + " pods")).append(", ").append(series_file);
+    replicas_plot.append(" using 1:5 axes x1y2 with lines dashtype 2 title ");
+    replicas_plot.append(Quoted(r.policy + " in flight"));
+    ttft_plot.append(sep).append(Quoted(slug + ".ttft.dat"));
+    ttft_plot.append(" using 1:2 with lines title ").append(Quoted(r.policy));
   }
   Write(base / "energy.dat", energy.str());
   const std::string script =

@@ -51,7 +51,8 @@ json ToJson(const RunReport& r, bool samples) {
                      {"outputTokens", c.output_tokens},
                      {"joules", c.joules},
                      {"grams", c.grams},
-                     {"joulesPerToken", c.output_tokens > 0 ? c.joules / c.output_tokens : 0.0}};
+                     {"joulesPerToken",
+                      c.output_tokens > 0 ? c.joules / static_cast<double>(c.output_tokens) : 0.0}};
   }
   json events = json::array();
   for (const ScaleEvent& e : r.scale_events) {

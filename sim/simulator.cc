@@ -75,18 +75,19 @@ class Run {
   // The world.
   void Schedule(double at, EventKind kind, std::size_t arg = 0);
   std::size_t AddWorker(std::size_t group, double now, bool ready);
-  void OnArrival(std::size_t request);
-  void OnPicked(std::size_t request, const routing::PickOutcome& outcome);
-  void Dispatch(std::size_t request, std::size_t worker);
-  void OnStepDone(std::size_t worker);
+  void OnArrival(std::size_t i);  // i: the request's index in the trace
+  void OnPicked(std::size_t i, const routing::PickOutcome& out);
+  void Dispatch(std::size_t i, std::size_t w);  // w: the worker's index
+  void OnStepDone(std::size_t w);
   void TakeRefused(SimWorker& w);
-  void Resolve(std::size_t request, Outcome outcome, std::string_view why = {});
+  void Resolve(std::size_t i, Outcome outcome, std::string_view why = {});
   std::map<std::string, double> Grid() const;
   // The controller's side.
   void Membership();
   void Scrape();
   void Lead();
   void Autoscale();
+  void Rescale();  // the target group's pods brought to target_: drains, removals, new pods
   void Drain();
   void Tick();
   // Accounting.
@@ -355,10 +356,11 @@ void Run::Scrape() {
     SimWorker& w = *workers_[by_key_.at(target.key)];
     auto old = readings_.find(target.key);
     controller::WorkerReadings r;
-    if (old != readings_.end())
-      r = std::move(old->second);
-    else
+    if (old != readings_.end()) {
+      r = old->second;
+    } else {  // a new worker: its energy starts afresh, as the scrape loop's does
       r.energy = signals::WorkerEnergy(target.profile);
+    }
     const controller::FetchResult fetched{.error = std::nullopt, .body = w.Page(now_)};
     const controller::ScrapeReading reading = controller::ReadScrape(fetched, maps_, target.pod);
     if (reading.result != controller::ScrapeResult::kOk) {
@@ -368,7 +370,7 @@ void Run::Scrape() {
     const routing::Load load =
         controller::ObserveGoodScrape(reading, At(now_), target.grid_g_per_kwh, r);
     if (state_) state_->ObserveLoad(target.key, load, At(now_));
-    readings.emplace(target.key, std::move(r));
+    readings.emplace(target.key, r);
   }
   readings_ = std::move(readings);
   Lead();
@@ -427,56 +429,50 @@ void Run::Autoscale() {
   if (last_direction_ != 0 && direction != last_direction_) ++report_.direction_flips;
   last_direction_ = direction;
   target_ = d.replicas;
+  Rescale();
+}
 
-  // The target group's pods as the scale-in orders see them.
+void Run::Rescale() {
+  // The target group's pods: those beyond the target are drained (a drain already under way is
+  // re-planned: a decision that shrinks less drains fewer, one that no longer shrinks none), and
+  // new pods make up a shortfall.
   std::vector<std::size_t> live;
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     const SimWorker& w = *workers_[i];
     if (!w.gone() && w.spec().group == *target_group_) live.push_back(i);
   }
-  bool changed = false;
-  if (direction > 0) {
-    // A decision that no longer shrinks cancels a drain; then new pods make up the rest.
-    for (const std::size_t i : live) {
-      changed = changed || workers_[i]->draining;
-      workers_[i]->draining = false;
-    }
-    for (auto n = static_cast<std::int32_t>(live.size()); n < target_; ++n) {
-      AddWorker(*target_group_, now_, /*ready=*/false);
-      changed = true;
-    }
-  } else {
-    std::vector<controller::ScaleInPod> candidates;
+  const auto wanted = static_cast<std::size_t>(target_);
+  std::vector<std::string> chosen;
+  if (live.size() > wanted) {
     std::unordered_map<routing::WorkerKey, double> loads;
     for (const auto& o : state_->Loads()) {
       loads[o.worker] = o.load.running + o.load.waiting + o.picks_since_scrape;
     }
+    std::vector<controller::ScaleInPod> candidates;
     for (const std::size_t i : live) {
       const SimWorker& w = *workers_[i];
       const auto l = loads.find(routing::WorkerKeyOf(w.pod_key()));
       candidates.push_back(controller::ScaleInPodOf(*w.pod(), l != loads.end() ? l->second : 0.0));
     }
-    const std::size_t count = live.size() > static_cast<std::size_t>(target_)
-                                  ? live.size() - static_cast<std::size_t>(target_)
-                                  : 0;
-    const std::vector<std::string> chosen = controller::PodsToDrain(
-        controller::ScaleInOrder::kDeletionCost, std::move(candidates), count);
-    for (const std::size_t i : live) {
-      SimWorker& w = *workers_[i];
-      const bool drain = std::find(chosen.begin(), chosen.end(), w.spec().name) != chosen.end();
-      if (!drain) continue;
-      if (!w.ready()) {  // a pod still starting serves nothing: it goes at once
-        CountReplicas();
-        w.Remove(now_);
-        --live_pods_;
-      } else if (!w.draining) {
-        w.draining = true;
-        w.drain_since = now_;
-      }
-      changed = true;
+    chosen = controller::PodsToDrain(controller::ScaleInOrder::kDeletionCost, std::move(candidates),
+                                     live.size() - wanted);
+  }
+  for (const std::size_t i : live) {
+    SimWorker& w = *workers_[i];
+    const bool drain = std::find(chosen.begin(), chosen.end(), w.spec().name) != chosen.end();
+    if (drain && !w.ready()) {  // a pod still starting serves nothing: it goes at once
+      CountReplicas();
+      w.Remove(now_);
+      --live_pods_;
+    } else if (drain && !w.draining) {
+      w.draining = true;
+      w.drain_since = now_;
+    } else if (!drain) {
+      w.draining = false;
     }
   }
-  if (changed) Membership();
+  for (std::size_t n = live.size(); n < wanted; ++n) AddWorker(*target_group_, now_, false);
+  Membership();
 }
 
 void Run::Drain() {
@@ -534,7 +530,8 @@ void Run::Tick() {
     ++n;
   }
   if (sum > 0) {
-    imbalance_sum_ += static_cast<double>(most) / (static_cast<double>(sum) / n);
+    imbalance_sum_ +=
+        static_cast<double>(most) / (static_cast<double>(sum) / static_cast<double>(n));
     ++imbalance_n_;
   }
   if (now_ >= next_sample_) {
@@ -640,12 +637,15 @@ RunReport Run::Report() {
   r.ttft = Summarise(ttft_);
   r.tpot = Summarise(tpot_);
   r.e2e = Summarise(e2e_);
-  r.slo_attainment = r.requests > 0 ? static_cast<double>(slo_met_) / r.requests : 0;
-  r.output_tokens_per_second = now_ > 0 ? r.output_tokens / now_ : 0;
-  r.joules_per_token = r.output_tokens > 0 ? r.joules / r.output_tokens : 0;
-  r.grams_per_token = r.output_tokens > 0 ? r.grams / r.output_tokens : 0;
-  r.prefix_hit_rate = prefix_queries_ > 0 ? static_cast<double>(prefix_hits_) / prefix_queries_ : 0;
-  r.load_imbalance = imbalance_n_ > 0 ? imbalance_sum_ / imbalance_n_ : 0;
+  const auto per = [](double a, std::int64_t b) {
+    return b > 0 ? a / static_cast<double>(b) : 0.0;
+  };
+  r.slo_attainment = per(static_cast<double>(slo_met_), r.requests);
+  r.output_tokens_per_second = now_ > 0 ? static_cast<double>(r.output_tokens) / now_ : 0;
+  r.joules_per_token = per(r.joules, r.output_tokens);
+  r.grams_per_token = per(r.grams, r.output_tokens);
+  r.prefix_hit_rate = per(static_cast<double>(prefix_hits_), prefix_queries_);
+  r.load_imbalance = per(imbalance_sum_, imbalance_n_);
   return r;
 }
 

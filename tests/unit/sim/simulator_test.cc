@@ -64,7 +64,7 @@ class SimulatorTest : public ::testing::Test {
     profiles_ = LoadProfiles(scenario_);
   }
 
-  RunReport Run(std::size_t policy, SimulateOptions options = {}) {
+  RunReport Run(std::size_t policy, const SimulateOptions& options = {}) {
     return Simulate(scenario_, trace_, profiles_, scenario_.policies.at(policy), options);
   }
 
