@@ -612,6 +612,10 @@ RunReport Run::Go() {
   for (std::size_t r = 0; r < requests_.size(); ++r) {
     if (requests_[r].outcome == Outcome::kOpen) Resolve(r, Outcome::kTimedOut);
   }
+  // Picks still waiting are answered now, while everything their callbacks touch is alive (they
+  // find their requests resolved).
+  directory_.Remove(pool_key_);
+  state_.reset();
   return Report();
 }
 
