@@ -43,7 +43,7 @@ std::shared_ptr<const kube::PodView> MakePod(const SimWorkerSpec& spec, const st
 SimWorker::SimWorker(SimWorkerSpec spec)
     : spec_(std::move(spec)),
       pod_key_(std::string(kSimNamespace) + "/" + spec_.name),
-      engine_(spec_.accelerator_class->engine, *spec_.profile),
+      engine_(spec_.engine, *spec_.profile),
       ready_(spec_.ready),
       watts_(spec_.profile->idle_watts()),
       settled_(spec_.created_seconds) {
@@ -120,7 +120,7 @@ std::string SimWorker::Page(double now) {
                             .kv_cache_usage = f.kv_cache_usage,
                             .num_gpu_blocks = f.kv_blocks_total,
                             .block_size = f.kv_block_tokens,
-                            .max_running = spec_.accelerator_class->engine.max_num_seqs,
+                            .max_running = spec_.engine.max_num_seqs,
                             .prompt_tokens_total = f.prompt_tokens_total,
                             .generation_tokens_total = f.generation_tokens_total,
                             .watts = watts_,

@@ -29,6 +29,7 @@ struct SimWorkerSpec {
   std::size_t group = 0;
   std::size_t accelerator = 0;  // index of the class
   const AcceleratorClass* accelerator_class = nullptr;
+  EngineParams engine;  // the class's, with the trace's prefix block size
   const Zone* zone = nullptr;
   const PowerProfile* profile = nullptr;
   std::string pod_ip;

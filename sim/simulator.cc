@@ -81,7 +81,8 @@ class Run {
   void OnStepDone(std::size_t w);
   void TakeRefused(SimWorker& w);
   void Resolve(std::size_t i, Outcome outcome, std::string_view why = {});
-  std::map<std::string, double> Grid() const;
+  std::map<std::string, double> Grid() const;  // each zone's intensity now
+  EngineParams EngineFor(const AcceleratorClass& accelerator) const;
   // The controller's side.
   void Membership();
   void Scrape();
@@ -206,6 +207,7 @@ std::size_t Run::AddWorker(std::size_t g, double now, bool ready) {
                     .group = g,
                     .accelerator = a,
                     .accelerator_class = &scenario_.accelerators[a],
+                    .engine = EngineFor(scenario_.accelerators[a]),
                     .zone = zone,
                     .profile = &profiles_[a],
                     .pod_ip = "10." + std::to_string(1 + index / 65536) + "." +
@@ -218,6 +220,12 @@ std::size_t Run::AddWorker(std::size_t g, double now, bool ready) {
   ++live_pods_;
   if (!ready) Schedule(now + scenario_.cold_start_seconds, EventKind::kReady, index);
   return index;
+}
+
+EngineParams Run::EngineFor(const AcceleratorClass& accelerator) const {
+  EngineParams params = accelerator.engine;
+  params.prefix_block_tokens = trace_.block_size_tokens;  // what the trace's prefix hashes name
+  return params;
 }
 
 std::map<std::string, double> Run::Grid() const {

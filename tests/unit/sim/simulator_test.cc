@@ -223,5 +223,33 @@ policies:
   }
 }
 
+TEST_F(SimulatorTest, MooncakesHashIdsAreWholeBlocksOfTheEnginesPrefixCache) {
+  if (SharedFile("traces/mooncake-synthetic.jsonl").empty()) {
+    GTEST_SKIP() << NoSharedFile("traces/mooncake-synthetic.jsonl");
+  }
+  // One H100 whose cache never evicts: a turn finds its conversation's earlier blocks, 512
+  // tokens each (the trace's block size, which the engine must take over from the trace).
+  Load(R"(
+fleet:
+  - {name: h100, accelerator: NVIDIA-H100-80GB-HBM3, zone: clean, replicas: 1}
+pool:
+  routing: {prefixAffinity: {blockSizeTokens: 512}}
+policies:
+  - {name: least-busy, pool: {routing: {strategy: LeastBusy}}}
+)");
+  scenario_.accelerators[1].engine.kv_capacity_tokens = 20'000'000;
+  scenario_.trace.duration_seconds = 600;
+  scenario_.trace.sessions.share = 0;
+  scenario_.trace.rate_scale = 0.2;
+  trace_ = ReadTraceFile(SharedFile("traces/mooncake-synthetic.jsonl"), scenario_.trace);
+  ASSERT_EQ(trace_.block_size_tokens, 512);
+  const RunReport r = Run(0);
+  ExpectAccounted(r, trace_);
+  // 9% here (the first ten minutes, a fifth of the turns); counted in 16-token blocks, the hits
+  // would be a thirty-second of that (0.3%).
+  EXPECT_GT(r.prefix_hit_rate, 0.05);
+  EXPECT_LT(r.prefix_hit_rate, 0.65);  // the whole trace's reuse, on one endless cache
+}
+
 }  // namespace
 }  // namespace eoc::sim
