@@ -208,14 +208,31 @@ api::InferencePool ParsePool(json spec, const std::string& name, const Scenario&
                                   {"spec", std::move(spec)}});
 }
 
+// A policy's `baseline`: a peer's router in place of the pool's routing (baseline.h); nullopt,
+// with the errors said, when it cannot be read.
+std::optional<BaselineSpec> ReadBaseline(const json* object, const ObjectReader& b,
+                                         std::vector<FieldError>& errors) {
+  OnlyKnown(object, b.path(), {"kind"}, errors);
+  std::string kind;
+  if (!b.Require("kind") || !b.String("kind", kind, kText)) return std::nullopt;
+  const std::optional<BaselineKind> k = EnumNamed(kind, kBaselineKindNames);
+  if (!k) {
+    b.Error("kind", "must be one of random, round-robin, least-outstanding, power-of-two, got \"" +
+                        kind + "\"");
+    return std::nullopt;
+  }
+  return BaselineSpec{.kind = *k};
+}
+
 void ReadPolicies(const ObjectReader& root, Scenario& s, std::vector<FieldError>& errors) {
   const json* base = root.Get("pool");
   if (base != nullptr && !base->is_object()) {
     root.Error("pool", "must be an object (an InferencePool spec)");
     return;
   }
-  const auto add = [&](const std::string& name, const json& spec, const std::string& path) {
-    Policy p{.name = name, .pool = ParsePool(spec, name, s)};
+  const auto add = [&](const std::string& name, const json& spec, const std::string& path,
+                       std::optional<BaselineSpec> baseline = std::nullopt) {
+    Policy p{.name = name, .pool = ParsePool(spec, name, s), .baseline = baseline};
     for (const FieldError& e : p.pool.errors) {
       // "spec.routing.strategy" of the pool is "<path>.routing.strategy" of the scenario.
       const std::string_view field(e.field);
@@ -233,9 +250,14 @@ void ReadPolicies(const ObjectReader& root, Scenario& s, std::vector<FieldError>
   for (std::size_t i = 0; i < list->size(); ++i) {
     const std::string path = "policies[" + std::to_string(i) + "]";
     const ObjectReader p(&(*list)[i], path, errors);
-    OnlyKnown(&(*list)[i], path, {"name", "pool"}, errors);
+    OnlyKnown(&(*list)[i], path, {"name", "pool", "baseline"}, errors);
     std::string name;
     if (!p.Require("name") || !p.String("name", name, kName)) continue;
+    std::optional<BaselineSpec> baseline;
+    if (const json* object = p.Get("baseline")) {
+      baseline = ReadBaseline(object, p.Object("baseline"), errors);
+      if (!baseline) continue;
+    }
     json spec = base != nullptr ? *base : json::object();
     if (const json* patch = p.Get("pool")) {
       if (!patch->is_object()) {
@@ -244,7 +266,7 @@ void ReadPolicies(const ObjectReader& root, Scenario& s, std::vector<FieldError>
       }
       spec.merge_patch(*patch);
     }
-    add(name, spec, path + ".pool");
+    add(name, spec, path + ".pool", baseline);
   }
   UniqueNames(s.policies, "policies", errors);
 }

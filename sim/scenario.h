@@ -50,6 +50,7 @@
 //   policies:                            # each merged into `pool` (a JSON merge patch, as
 //     - {name: joules, pool: {routing: {strategy: JouleWeighted}}}    # kubectl patch --type
 //     - {name: round-robin, pool: {routing: {strategy: RoundRobin}}}  # merge); none: `pool` alone
+//     - {name: envoy, baseline: {kind: power-of-two}}   # a peer's router instead (baseline.h)
 //
 // The pool's spec gets what the simulated cluster fixes when it does not say: the selector
 // (app=sim), targetPort 8000, engine vllm, and the scale target group's Deployment as
@@ -64,6 +65,7 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "sim/baseline.h"
 #include "sim/engine.h"
 #include "sim/power_profile.h"
 #include "sim/trace.h"
@@ -107,6 +109,9 @@ struct Slo {
 struct Policy {
   std::string name;
   api::InferencePool pool;  // parsed, defaulted, valid
+  // Set: a peer's router (baseline.h) places the requests instead of the pool's routing; the
+  // pool's metrics and autoscaling still apply.
+  std::optional<BaselineSpec> baseline;
 };
 
 struct Scenario {

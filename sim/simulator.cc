@@ -76,6 +76,7 @@ class Run {
   void Schedule(double at, EventKind kind, std::size_t arg = 0);
   std::size_t AddWorker(std::size_t group, double now, bool ready);
   void OnArrival(std::size_t i);  // i: the request's index in the trace
+  void Route(std::size_t i);      // a baseline's choice in place of a pick
   void OnPicked(std::size_t i, const routing::PickOutcome& out);
   void Dispatch(std::size_t i, std::size_t w);  // w: the worker's index
   void OnStepDone(std::size_t w);
@@ -100,8 +101,10 @@ class Run {
   const Trace& trace_;
   const std::vector<PowerProfile>& profiles_;
   const SimulateOptions& options_;
+  const Policy& policy_;
   api::InferencePool pool_;
   std::string pool_key_;
+  std::unique_ptr<BaselineRouter> baseline_;  // set: a peer's router places the requests
   std::mt19937_64 rng_;
 
   double now_ = 0;
@@ -155,6 +158,7 @@ Run::Run(const Scenario& scenario, const Trace& trace, const std::vector<PowerPr
       trace_(trace),
       profiles_(profiles),
       options_(options),
+      policy_(policy),
       pool_(policy.pool),
       rng_(scenario.seed),
       keeper_(std::chrono::seconds(std::max(1, policy.pool.spec.metrics.interval_seconds))),
@@ -170,6 +174,10 @@ Run::Run(const Scenario& scenario, const Trace& trace, const std::vector<PowerPr
   pool_key_ = controller::PoolKey(pool_);
   report_.policy = policy.name;
   report_.strategy = std::string(StrategyName(pool_.spec.routing.strategy));
+  if (policy.baseline) {
+    baseline_ = MakeBaseline(*policy.baseline);
+    report_.strategy = std::string(ToString(policy.baseline->kind));
+  }
   report_.sample_seconds = options_.sample_seconds;
   requests_.resize(trace_.requests.size());
   open_ = static_cast<std::int64_t>(trace_.requests.size());
@@ -238,6 +246,10 @@ std::map<std::string, double> Run::Grid() const {
 
 void Run::OnArrival(std::size_t i) {
   const TraceRequest& r = trace_.requests[i];
+  if (baseline_) {
+    Route(i);
+    return;
+  }
   std::optional<routing::SessionHash> session;
   if (r.session != 0) session = routing::SessionHashOf("session-" + std::to_string(r.session));
   const routing::PickRequest request{.model = {},
@@ -252,6 +264,26 @@ void Run::OnArrival(std::size_t i) {
                    {.deadline = At(now_) + timeout,
                     .done = [this, i](const routing::PickOutcome& o) { OnPicked(i, o); }});
   if (out.status != routing::PickStatus::kQueued) OnPicked(i, out);
+}
+
+void Run::Route(std::size_t i) {
+  // A peer's router knows the pods its endpoints list (ready, and not yet being removed: a drained
+  // pod has left them) and its own requests in flight to each.
+  std::vector<std::size_t> ready;
+  std::vector<RouterWorker> views;
+  for (const routing::Worker& w : members_.workers) {
+    const std::size_t index = by_key_.at(w.key);
+    if (workers_[index]->draining) continue;
+    ready.push_back(index);
+    views.push_back({.outstanding = workers_[index]->in_flight()});
+  }
+  if (ready.empty()) {
+    Resolve(i, Outcome::kShed, "no-worker");
+    return;
+  }
+  const std::size_t chosen = baseline_->Choose(trace_.requests[i], views, rng_());
+  ++report_.pick_reasons[std::string(ToString(policy_.baseline->kind))];
+  Dispatch(i, ready.at(chosen));
 }
 
 void Run::OnPicked(std::size_t i, const routing::PickOutcome& out) {

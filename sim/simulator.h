@@ -9,7 +9,8 @@
 //                   BuildRoutingTable, then UpdatePoolDirectory (after each scrape round, each
 //                   membership change and every second)
 //   picks           PoolState::Pick with a waiting callback (a pick that waits is placed when
-//                   capacity appears, or times out at the pool's queue timeout)
+//                   capacity appears, or times out at the pool's queue timeout); or, for a policy
+//                   with a `baseline`, that peer's router (baseline.h) in its place
 //   the autoscaler  autoscale::OngoingWindow, InputAt and Decide with controller::PolicyOf, every
 //                   second; a scale-in drains the pods PodsToDrain chooses (deletion-cost order)
 //                   and removes them once their scraped load is zero, or at drainTimeoutSeconds

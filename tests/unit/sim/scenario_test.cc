@@ -171,6 +171,22 @@ TEST(ReadScenario, ABadPoolIsReportedInTheScenariosTerms) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("policies[1].name: repeats \"joules\""));
 }
 
+TEST(ReadScenario, APolicyMayBeAPeersRouterNamedByItsKind) {
+  json doc = Doc(kScenario);
+  doc["policies"][1] = {{"name", "envoy"}, {"baseline", {{"kind", "power-of-two"}}}};
+  // The paths are absolute or relative to a folder that need not exist: nothing is read here.
+  const Scenario s = ReadScenario(doc, "/nowhere");
+  ASSERT_EQ(s.policies.size(), 2U);
+  EXPECT_FALSE(s.policies[0].baseline);
+  ASSERT_TRUE(s.policies[1].baseline);
+  EXPECT_EQ(s.policies[1].baseline->kind, BaselineKind::kPowerOfTwo);
+  doc["policies"][1]["baseline"] = {{"kind", "p2c"}, {"choices", 3}};
+  const std::string error = ErrorOf(doc);
+  EXPECT_THAT(error, HasSubstr("policies[1].baseline.kind: must be one of random, round-robin, "
+                               "least-outstanding, power-of-two, got \"p2c\""));
+  EXPECT_THAT(error, HasSubstr("policies[1].baseline.choices: is not a field of this object"));
+}
+
 TEST(ReadScenario, RequiredPartsAndWrongShapes) {
   EXPECT_THAT(ErrorOf(json::array()), HasSubstr("the scenario must be a YAML mapping"));
   const std::string error = ErrorOf(json::object());

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 #include <string>
 
@@ -249,6 +250,45 @@ policies:
   // would be a thirty-second of that (0.3%).
   EXPECT_GT(r.prefix_hit_rate, 0.05);
   EXPECT_LT(r.prefix_hit_rate, 0.65);  // the whole trace's reuse, on one endless cache
+}
+
+TEST_F(SimulatorTest, ThePeersRoutersRunOnTheSameFleetAndAccountForEveryRequest) {
+  Load(R"(
+fleet:
+  - {name: a100, accelerator: NVIDIA-A100-SXM4-40GB, zone: clean, replicas: 2}
+  - {name: h100, accelerator: NVIDIA-H100-80GB-HBM3, zone: dirty, replicas: 2}
+pool:
+  carbon: {static: {clean: 30, dirty: 300}}
+policies:
+  - {name: random, baseline: {kind: random}}
+  - {name: round-robin, baseline: {kind: round-robin}}
+  - {name: least-outstanding, baseline: {kind: least-outstanding}}
+  - {name: power-of-two, baseline: {kind: power-of-two}}
+)");
+  scenario_.trace.rate_scale = 3;
+  trace_ = ReadTraceFile(scenario_.trace_path, scenario_.trace);
+  std::map<std::string, RunReport> runs;
+  for (std::size_t p = 0; p < scenario_.policies.size(); ++p) {
+    SCOPED_TRACE(scenario_.policies[p].name);
+    const RunReport r = Run(p);
+    ExpectAccounted(r, trace_);
+    EXPECT_EQ(r.strategy, scenario_.policies[p].name);     // the kind, named as the file names it
+    EXPECT_EQ(r.pick_reasons.at(r.strategy), r.requests);  // every request placed by it
+    runs.emplace(r.policy, r);
+  }
+  // Round robin gives each of the four workers a quarter, whatever their speed.
+  const auto& rr = runs.at("round-robin").classes;
+  EXPECT_NEAR(static_cast<double>(rr.at("NVIDIA-A100-SXM4-40GB").requests),
+              static_cast<double>(rr.at("NVIDIA-H100-80GB-HBM3").requests), 2);
+  // Counting what is in flight sends more to the faster H100s, and evens the load out.
+  const auto h100_share = [&](const std::string& name) {
+    const auto& c = runs.at(name).classes;
+    const double h100 = static_cast<double>(c.at("NVIDIA-H100-80GB-HBM3").requests);
+    return h100 / (h100 + static_cast<double>(c.at("NVIDIA-A100-SXM4-40GB").requests));
+  };
+  EXPECT_GT(h100_share("least-outstanding"), 0.5);
+  EXPECT_GT(h100_share("power-of-two"), 0.5);
+  EXPECT_LT(runs.at("least-outstanding").load_imbalance, runs.at("random").load_imbalance);
 }
 
 }  // namespace
