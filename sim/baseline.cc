@@ -1,6 +1,9 @@
 #include "sim/baseline.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <unordered_map>
+#include <vector>
 
 namespace eoc::sim {
 namespace {
@@ -54,6 +57,81 @@ class PowerOfTwo final : public BaselineRouter {
   }
 };
 
+class CacheAware final : public BaselineRouter {
+ public:
+  explicit CacheAware(const BaselineSpec& spec)
+      : p_(spec.cache_aware), block_tokens_(std::max(1, spec.block_tokens)) {}
+
+  std::size_t Choose(const TraceRequest& request, std::span<const RouterWorker> workers,
+                     std::uint64_t /*random*/) override {
+    const double now = request.arrival_seconds;
+    if (now - last_eviction_ >= p_.eviction_interval_seconds) {
+      for (auto& [id, tree] : trees_) Evict(tree);
+      last_eviction_ = now;
+    }
+    const auto [low, high] = std::minmax_element(
+        workers.begin(), workers.end(),
+        [](const RouterWorker& a, const RouterWorker& b) { return a.outstanding < b.outstanding; });
+    std::size_t chosen = 0;
+    if (high->outstanding - low->outstanding > p_.balance_abs_threshold &&
+        static_cast<double>(high->outstanding) >
+            p_.balance_rel_threshold * static_cast<double>(low->outstanding)) {
+      chosen = static_cast<std::size_t>(low - workers.begin());  // imbalanced: shortest queue
+    } else {
+      std::size_t best = 0;
+      std::size_t best_match = 0;
+      std::size_t smallest = 0;
+      for (std::size_t i = 0; i < workers.size(); ++i) {
+        const Tree& tree = trees_[workers[i].id];
+        const std::size_t match = Matched(tree, request.prefix_blocks);
+        if (match > best_match) {
+          best = i;
+          best_match = match;
+        }
+        if (tree.size() < trees_[workers[smallest].id].size()) smallest = i;
+      }
+      const double rate = static_cast<double>(best_match) * block_tokens_ /
+                          std::max(1.0, static_cast<double>(request.prompt_tokens));
+      chosen = best_match > 0 && rate > p_.cache_threshold ? best : smallest;
+    }
+    // The prompt's blocks are now the tree's most recently used, its first block the newest: as
+    // in a radix tree, whose leaves (a prompt's tail) go before the nodes above them.
+    Tree& tree = trees_[workers[chosen].id];
+    const std::vector<std::uint64_t>& blocks = request.prefix_blocks;
+    for (std::size_t k = blocks.size(); k-- > 0;) tree[blocks[k]] = ++tick_;
+    return chosen;
+  }
+
+ private:
+  using Tree = std::unordered_map<std::uint64_t, std::uint64_t>;  // block -> tick last used
+
+  // The leading blocks of `blocks` the tree holds: chained hashes, so each names its whole prefix.
+  static std::size_t Matched(const Tree& tree, const std::vector<std::uint64_t>& blocks) {
+    std::size_t n = 0;
+    while (n < blocks.size() && tree.contains(blocks[n])) ++n;
+    return n;
+  }
+
+  // The tree cut to max_tree_size, least recently used first.
+  void Evict(Tree& tree) const {
+    const auto max = static_cast<std::size_t>(std::max<std::int64_t>(0, p_.max_tree_size));
+    if (tree.size() <= max) return;
+    std::vector<std::uint64_t> used;  // ticks are distinct: exactly the oldest go
+    used.reserve(tree.size());
+    for (const auto& [block, tick] : tree) used.push_back(tick);
+    const auto cut = used.begin() + static_cast<std::ptrdiff_t>(tree.size() - max - 1);
+    std::nth_element(used.begin(), cut, used.end());
+    const std::uint64_t newest_evicted = *cut;
+    std::erase_if(tree, [&](const auto& entry) { return entry.second <= newest_evicted; });
+  }
+
+  CacheAwareParams p_;
+  double block_tokens_;
+  double last_eviction_ = 0;
+  std::uint64_t tick_ = 0;                         // orders every use of a block
+  std::unordered_map<std::uint64_t, Tree> trees_;  // by RouterWorker::id
+};
+
 }  // namespace
 
 std::unique_ptr<BaselineRouter> MakeBaseline(const BaselineSpec& spec) {
@@ -66,6 +144,8 @@ std::unique_ptr<BaselineRouter> MakeBaseline(const BaselineSpec& spec) {
       return std::make_unique<LeastOutstanding>();
     case BaselineKind::kPowerOfTwo:
       return std::make_unique<PowerOfTwo>();
+    case BaselineKind::kSglangCacheAware:
+      return std::make_unique<CacheAware>(spec);
   }
   return std::make_unique<RoundRobin>();
 }

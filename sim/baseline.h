@@ -22,6 +22,21 @@
 //                       (ties to the first drawn): Envoy's LEAST_REQUEST with its default
 //                       choice_count of 2 (envoy v1.35.0, least_request_lb.h: "P2C (power of two
 //                       choices)", after Mitzenmacher's thesis).
+//   sglang-cache-aware  the SGLang router's cache-aware policy, as its documentation describes it
+//                       (sgl-project/sglang docs/router/router.md, "Cache-Aware Load-Balancing
+//                       Router"), with the defaults of SGLang 0.5.8's router (sgl-model-gateway:
+//                       cache_threshold 0.3, balance_abs_threshold 64, balance_rel_threshold 1.5,
+//                       eviction_interval_secs 60, max_tree_size 67,108,864). The load is each
+//                       worker's requests in flight from the router. When (max - min) load >
+//                       balance_abs_threshold and max > balance_rel_threshold x min, the least
+//                       loaded worker takes the request (shortest queue). Otherwise an approximate
+//                       tree per worker of the prompts sent to it is matched: the worker with the
+//                       longest match takes the request if the match covers more than
+//                       cache_threshold of the prompt, else the worker with the smallest tree;
+//                       the chosen worker's tree then holds the prompt. Every eviction_interval
+//                       the trees are cut to max_tree_size, least recently used first. SGLang's
+//                       trees hold characters; these hold the trace's prefix blocks (a block per
+//                       node), which is what the trace knows of a prompt's text.
 // Pure: randomness comes in as arguments.
 #pragma once
 
@@ -37,23 +52,45 @@
 
 namespace eoc::sim {
 
-enum class BaselineKind : std::uint8_t { kRandom, kRoundRobin, kLeastOutstanding, kPowerOfTwo };
-inline constexpr std::array<EnumName<BaselineKind>, 4> kBaselineKindNames{{
+enum class BaselineKind : std::uint8_t {
+  kRandom,
+  kRoundRobin,
+  kLeastOutstanding,
+  kPowerOfTwo,
+  kSglangCacheAware
+};
+inline constexpr std::array<EnumName<BaselineKind>, 5> kBaselineKindNames{{
     {BaselineKind::kRandom, "random"},
     {BaselineKind::kRoundRobin, "round-robin"},
     {BaselineKind::kLeastOutstanding, "least-outstanding"},
     {BaselineKind::kPowerOfTwo, "power-of-two"},
+    {BaselineKind::kSglangCacheAware, "sglang-cache-aware"},
 }};
 inline std::string_view ToString(BaselineKind kind) {
   return EnumToString(kind, kBaselineKindNames);
 }
 
+// The SGLang router's cache-aware parameters (its 0.5.8 defaults; see above).
+struct CacheAwareParams {
+  double cache_threshold = 0.3;
+  std::int64_t balance_abs_threshold = 64;
+  double balance_rel_threshold = 1.5;
+  double eviction_interval_seconds = 60;
+  std::int64_t max_tree_size = 67'108'864;  // nodes: here, prefix blocks per worker
+};
+
 struct BaselineSpec {
   BaselineKind kind = BaselineKind::kRoundRobin;
+  CacheAwareParams cache_aware;
+  // The tokens of one of the trace's prefix blocks (Trace::block_size_tokens): the simulator
+  // sets it.
+  std::int32_t block_tokens = 16;
 };
 
 // What a baseline knows of one worker when it chooses.
 struct RouterWorker {
+  std::uint64_t id = 0;          // the worker, the same across calls (a router's own state is kept
+                                 // by it)
   std::int64_t outstanding = 0;  // requests this router sent it that have not finished
 };
 

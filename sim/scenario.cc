@@ -212,16 +212,29 @@ api::InferencePool ParsePool(json spec, const std::string& name, const Scenario&
 // with the errors said, when it cannot be read.
 std::optional<BaselineSpec> ReadBaseline(const json* object, const ObjectReader& b,
                                          std::vector<FieldError>& errors) {
-  OnlyKnown(object, b.path(), {"kind"}, errors);
+  OnlyKnown(object, b.path(),
+            {"kind", "cacheThreshold", "balanceAbsThreshold", "balanceRelThreshold",
+             "evictionIntervalSeconds", "maxTreeSize"},
+            errors);
   std::string kind;
   if (!b.Require("kind") || !b.String("kind", kind, kText)) return std::nullopt;
   const std::optional<BaselineKind> k = EnumNamed(kind, kBaselineKindNames);
   if (!k) {
-    b.Error("kind", "must be one of random, round-robin, least-outstanding, power-of-two, got \"" +
-                        kind + "\"");
+    b.Error("kind",
+            "must be one of random, round-robin, least-outstanding, power-of-two, "
+            "sglang-cache-aware, got \"" +
+                kind + "\"");
     return std::nullopt;
   }
-  return BaselineSpec{.kind = *k};
+  BaselineSpec spec{.kind = *k};
+  CacheAwareParams& c = spec.cache_aware;  // the SGLang router's flags, by their scenario names
+  b.Number("cacheThreshold", c.cache_threshold, {.min = 0, .max = 1});
+  b.Int("balanceAbsThreshold", c.balance_abs_threshold, {.min = 0, .max = 1 << 30});
+  b.Number("balanceRelThreshold", c.balance_rel_threshold, {.min = 0, .max = 1e6});
+  b.Number("evictionIntervalSeconds", c.eviction_interval_seconds,
+           {.min = 0, .exclusive_min = true, .max = 1e9});
+  b.Int("maxTreeSize", c.max_tree_size, {.min = 0, .max = std::int64_t{1} << 40});
+  return spec;
 }
 
 void ReadPolicies(const ObjectReader& root, Scenario& s, std::vector<FieldError>& errors) {

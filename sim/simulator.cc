@@ -175,7 +175,9 @@ Run::Run(const Scenario& scenario, const Trace& trace, const std::vector<PowerPr
   report_.policy = policy.name;
   report_.strategy = std::string(StrategyName(pool_.spec.routing.strategy));
   if (policy.baseline) {
-    baseline_ = MakeBaseline(*policy.baseline);
+    BaselineSpec spec = *policy.baseline;
+    spec.block_tokens = trace_.block_size_tokens;  // what the trace's prefix blocks hold
+    baseline_ = MakeBaseline(spec);
     report_.strategy = std::string(ToString(policy.baseline->kind));
   }
   report_.sample_seconds = options_.sample_seconds;
@@ -275,7 +277,7 @@ void Run::Route(std::size_t i) {
     const std::size_t index = by_key_.at(w.key);
     if (workers_[index]->draining) continue;
     ready.push_back(index);
-    views.push_back({.outstanding = workers_[index]->in_flight()});
+    views.push_back({.id = index, .outstanding = workers_[index]->in_flight()});
   }
   if (ready.empty()) {
     Resolve(i, Outcome::kShed, "no-worker");

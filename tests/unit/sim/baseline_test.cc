@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace eoc::sim {
@@ -12,8 +13,9 @@ namespace {
 
 const TraceRequest kRequest{.prompt_tokens = 100, .output_tokens = 10};
 
-std::vector<RouterWorker> Outstanding(std::vector<std::int64_t> counts) {
+std::vector<RouterWorker> Outstanding(const std::vector<std::int64_t>& counts) {
   std::vector<RouterWorker> workers;
+  workers.reserve(counts.size());
   for (const std::int64_t c : counts) workers.push_back({.outstanding = c});
   return workers;
 }
@@ -21,8 +23,8 @@ std::vector<RouterWorker> Outstanding(std::vector<std::int64_t> counts) {
 TEST(Baseline, RoundRobinTakesEachWorkerInTurnWhateverItsLoad) {
   const auto router = MakeBaseline({.kind = BaselineKind::kRoundRobin});
   const std::vector<RouterWorker> workers = Outstanding({50, 0, 7});
-  std::vector<std::size_t> order;
-  for (int i = 0; i < 6; ++i) order.push_back(router->Choose(kRequest, workers, 0));
+  std::vector<std::size_t> order(6);
+  for (std::size_t& chosen : order) chosen = router->Choose(kRequest, workers, 0);
   EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
 }
 
@@ -68,6 +70,75 @@ TEST(Baseline, NamesAreTheScenarioFilesKinds) {
   EXPECT_EQ(ToString(BaselineKind::kPowerOfTwo), "power-of-two");
   EXPECT_EQ(EnumNamed("least-outstanding", kBaselineKindNames), BaselineKind::kLeastOutstanding);
   EXPECT_EQ(EnumNamed("p2c", kBaselineKindNames), std::nullopt);
+}
+
+// A request of `blocks` 16-token prefix blocks, all of it blocks, at `at` seconds; blocks are
+// chained hashes in the trace, so a shared prefix is a shared run of leading values.
+TraceRequest Prompt(std::vector<std::uint64_t> blocks, double at = 0) {
+  const auto tokens = static_cast<std::int32_t>(blocks.size() * 16);
+  return {.arrival_seconds = at,
+          .prompt_tokens = tokens,
+          .output_tokens = 8,
+          .prefix_blocks = std::move(blocks)};
+}
+
+std::vector<RouterWorker> Ids(const std::vector<std::int64_t>& counts) {
+  std::vector<RouterWorker> workers;
+  workers.reserve(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    workers.push_back({.id = 100 + i, .outstanding = counts[i]});
+  }
+  return workers;
+}
+
+TEST(SglangCacheAware, AMatchAboveTheThresholdGoesWhereThePrefixWasSent) {
+  const auto router = MakeBaseline({.kind = BaselineKind::kSglangCacheAware});
+  const std::vector<RouterWorker> workers = Ids({0, 0, 0});
+  // Nothing matches yet: the smallest tree (all empty: the first) takes it, and holds it now.
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}), workers, 0), 0U);
+  // The next prompt shares nothing: the smallest tree is now the second worker's.
+  EXPECT_EQ(router->Choose(Prompt({9, 8}), workers, 0), 1U);
+  // Three of four blocks match the first worker's tree: 0.75 > 0.3.
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 7}), workers, 0), 0U);
+  // One block of five matches (0.2 <= 0.3): the smallest tree instead, the third worker's.
+  EXPECT_EQ(router->Choose(Prompt({1, 5, 6, 7, 8}), workers, 0), 2U);
+}
+
+TEST(SglangCacheAware, PastBothBalanceThresholdsTheShortestQueueWinsOverTheCache) {
+  const auto router = MakeBaseline({.kind = BaselineKind::kSglangCacheAware});
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}), Ids({0, 0}), 0), 0U);
+  // 70 in flight against 5: 65 > 64 and 70 > 1.5 x 5, imbalanced: the second worker.
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}), Ids({70, 5}), 0), 1U);
+  // 64 against 0 is not past the absolute threshold: the cache decides (the first worker).
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}), Ids({64, 0}), 0), 0U);
+  // 100 against 80: a gap of 20, not past 64: balanced, the cache decides.
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}), Ids({100, 80}), 0), 0U);
+  // Both thresholds must be passed: with an absolute threshold of 10, a gap of 50 is past it...
+  BaselineSpec loose{.kind = BaselineKind::kSglangCacheAware};
+  loose.cache_aware.balance_abs_threshold = 10;
+  const auto other = MakeBaseline(loose);
+  EXPECT_EQ(other->Choose(Prompt({1, 2}), Ids({0, 0}), 0), 0U);
+  // ...but 200 is not above 1.5 x 150: balanced, the cache decides.
+  EXPECT_EQ(other->Choose(Prompt({1, 2}), Ids({200, 150}), 0), 0U);
+}
+
+TEST(SglangCacheAware, PeriodicEvictionCutsTheTreesTailsFirst) {
+  BaselineSpec spec{.kind = BaselineKind::kSglangCacheAware};
+  spec.cache_aware.max_tree_size = 1;
+  spec.cache_aware.eviction_interval_seconds = 60;
+  const std::vector<RouterWorker> workers = Ids({0, 0});
+  // Worker 0 holds {1}, worker 1 holds {3, 4, 5}; then a prompt 3, 4, 5, 6 comes.
+  const auto Replay = [&](double at) {
+    const auto router = MakeBaseline(spec);
+    EXPECT_EQ(router->Choose(Prompt({1}, 0), workers, 0), 0U);
+    EXPECT_EQ(router->Choose(Prompt({3, 4, 5}, 1), workers, 0), 1U);
+    return router->Choose(Prompt({3, 4, 5, 6}, at), workers, 0);
+  };
+  // Before the interval: three of its four blocks match worker 1's tree (0.75 > 0.3).
+  EXPECT_EQ(Replay(30), 1U);
+  // At 61 s the trees are cut to one block each, the tail first: worker 1 keeps {3}, a quarter
+  // of the prompt (0.25 <= 0.3), so the smallest tree takes it (a tie of one block: the first).
+  EXPECT_EQ(Replay(61), 0U);
 }
 
 }  // namespace

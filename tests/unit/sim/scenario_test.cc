@@ -183,7 +183,7 @@ TEST(ReadScenario, APolicyMayBeAPeersRouterNamedByItsKind) {
   doc["policies"][1]["baseline"] = {{"kind", "p2c"}, {"choices", 3}};
   const std::string error = ErrorOf(doc);
   EXPECT_THAT(error, HasSubstr("policies[1].baseline.kind: must be one of random, round-robin, "
-                               "least-outstanding, power-of-two, got \"p2c\""));
+                               "least-outstanding, power-of-two, sglang-cache-aware, got \"p2c\""));
   EXPECT_THAT(error, HasSubstr("policies[1].baseline.choices: is not a field of this object"));
 }
 

@@ -264,6 +264,7 @@ policies:
   - {name: round-robin, baseline: {kind: round-robin}}
   - {name: least-outstanding, baseline: {kind: least-outstanding}}
   - {name: power-of-two, baseline: {kind: power-of-two}}
+  - {name: sglang-cache-aware, baseline: {kind: sglang-cache-aware}}
 )");
   scenario_.trace.rate_scale = 3;
   trace_ = ReadTraceFile(scenario_.trace_path, scenario_.trace);
