@@ -66,6 +66,11 @@ class CacheAware final : public BaselineRouter {
                      std::uint64_t /*random*/) override {
     const double now = request.arrival_seconds;
     if (now - last_eviction_ >= p_.eviction_interval_seconds) {
+      // A worker no longer among `workers` has left the router: its tree goes with it.
+      std::erase_if(trees_, [&](const auto& entry) {
+        return std::none_of(workers.begin(), workers.end(),
+                            [&](const RouterWorker& w) { return w.id == entry.first; });
+      });
       for (auto& [id, tree] : trees_) Evict(tree);
       last_eviction_ = now;
     }

@@ -34,9 +34,10 @@
 //                       longest match takes the request if the match covers more than
 //                       cache_threshold of the prompt, else the worker with the smallest tree;
 //                       the chosen worker's tree then holds the prompt. Every eviction_interval
-//                       the trees are cut to max_tree_size, least recently used first. SGLang's
-//                       trees hold characters; these hold the trace's prefix blocks (a block per
-//                       node), which is what the trace knows of a prompt's text.
+//                       the trees are cut to max_tree_size, least recently used first (and the
+//                       trees of workers that left are dropped, as SGLang's /remove_worker does).
+//                       SGLang's trees hold characters; these hold the trace's prefix blocks (a
+//                       block per node), which is what the trace knows of a prompt's text.
 // Pure: randomness comes in as arguments.
 #pragma once
 

@@ -141,5 +141,20 @@ TEST(SglangCacheAware, PeriodicEvictionCutsTheTreesTailsFirst) {
   EXPECT_EQ(Replay(61), 0U);
 }
 
+TEST(SglangCacheAware, AWorkerThatLeftLosesItsTreeAtTheNextEviction) {
+  const auto Replay = [](double return_at) {
+    const auto router = MakeBaseline({.kind = BaselineKind::kSglangCacheAware});
+    const RouterWorker a{.id = 1};
+    const RouterWorker b{.id = 2};
+    EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}, 0), std::vector<RouterWorker>{a}, 0), 0U);
+    // `a` leaves: only `b` is there when a prompt without blocks comes (it adds to no tree).
+    EXPECT_EQ(router->Choose(Prompt({}, return_at), std::vector<RouterWorker>{b}, 0), 0U);
+    // `a` is back: does its tree still hold the prompt? (b first: a tie of empty trees is b's.)
+    return router->Choose(Prompt({1, 2, 3, 4}, return_at + 1), std::vector<RouterWorker>{b, a}, 0);
+  };
+  EXPECT_EQ(Replay(30), 1U);  // no eviction yet: a's tree matches the whole prompt
+  EXPECT_EQ(Replay(61), 0U);  // the eviction at 61 s dropped a's tree: no match, b's turn
+}
+
 }  // namespace
 }  // namespace eoc::sim
