@@ -31,7 +31,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <deque>
 #include <fstream>
 #include <iostream>
@@ -47,11 +46,13 @@
 #include "api/defaults.h"
 #include "autoscale/ongoing_window.h"
 #include "autoscale/policy.h"
+#include "sim/autoscaler_record.h"
 #include "sim/trace.h"
 
 namespace {
 
 namespace autoscale = eoc::autoscale;
+namespace sim = eoc::sim;
 
 struct Request {
   double arrival = 0;  // seconds from the trace's first request, after the speedup
@@ -69,15 +70,15 @@ struct Model {
 // The trace through the simulator's reader (sim/trace.h: the Azure CSV or Mooncake JSONL), as it
 // is: no copies, no synthetic sessions or prefixes, arrivals divided by the speedup.
 std::vector<Request> ReadTrace(const std::string& path, const Model& model) {
-  eoc::sim::TraceOptions options;
+  sim::TraceOptions options;
   options.time_scale = 1 / model.speedup;
   options.sessions.share = 0;
   options.prefixes.shared_share = 0;
   options.block_size_tokens = 1 << 20;  // no prefix blocks: the queue model has no cache
-  const eoc::sim::Trace trace = eoc::sim::ReadTraceFile(path, options);
+  const sim::Trace trace = sim::ReadTraceFile(path, options);
   std::vector<Request> requests;
   requests.reserve(trace.requests.size());
-  for (const eoc::sim::TraceRequest& r : trace.requests) {
+  for (const sim::TraceRequest& r : trace.requests) {
     requests.push_back({.arrival = r.arrival_seconds,
                         .service = (r.prompt_tokens / model.prefill_tokens_per_second) +
                                    (r.output_tokens * model.seconds_per_output_token)});
@@ -368,13 +369,18 @@ void ReplayBoundaries(Replay& replay, double start, std::int64_t count) {
 }
 
 void WriteCsv(const std::string& path, const std::vector<Row>& rows) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error(path + ": cannot write");
-  std::fprintf(f, "time_s,ongoing,current,target,decision\n");
+  std::vector<sim::AutoscalerTick> ticks;
+  ticks.reserve(rows.size());
   for (const Row& r : rows) {
-    std::fprintf(f, "%.17g,%.17g,%d,%d,%d\n", r.time, r.ongoing, r.current, r.target, r.decision);
+    ticks.push_back({.seconds = r.time,
+                     .total = r.ongoing,
+                     .current = r.current,
+                     .target = r.target,
+                     .decision = r.decision});
   }
-  if (std::fclose(f) != 0) throw std::runtime_error(path + ": cannot write");
+  std::ofstream out(path);
+  out << sim::RecordCsv(ticks, /*complete_column=*/false);
+  if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
 }  // namespace
@@ -468,21 +474,14 @@ int main(int argc, char** argv) {
         }
         command += " " + arg;
       }
+      nlohmann::json autoscaling = sim::PolicyJson(p);
+      autoscaling["initialReplicas"] = initial_replicas;
+      autoscaling["lookBackPeriodSeconds"] = replay.look_back_seconds;
       const nlohmann::json doc = {
           {"command", command},
           {"madeBy", made_by},
           {"tickSeconds", replay.tick},
-          {"autoscaling",
-           {{"minReplicas", p.min_replicas},
-            {"maxReplicas", p.max_replicas},
-            {"initialReplicas", initial_replicas},
-            {"targetOngoingRequests", p.target_ongoing_requests},
-            {"upscaleDelaySeconds", p.upscale_delay_seconds},
-            {"downscaleDelaySeconds", p.downscale_delay_seconds},
-            {"downscaleToZeroDelaySeconds", p.downscale_to_zero_delay_seconds},
-            {"upscalingFactor", p.upscaling_factor},
-            {"downscalingFactor", p.downscaling_factor},
-            {"lookBackPeriodSeconds", replay.look_back_seconds}}},
+          {"autoscaling", autoscaling},
           {"model",
            {{"speedup", model.speedup},
             {"startupSeconds", model.startup_seconds},

@@ -8,7 +8,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -18,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "controller/pool_scaler.h"
+#include "sim/autoscaler_record.h"
 #include "sim/plots.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -39,34 +40,15 @@ struct Flags {
   bool quiet = false;
 };
 
-// The autoscaler's ticks in the conformance record's form (tests/scripts/ray_policy_check.py),
-// with its `complete` column and an empty `ongoing` for unknown load, and the policy's parameters
-// beside it.
+// The autoscaler's ticks as its conformance record (sim/autoscaler_record.h), with the
+// `complete` column, and the policy's parameters beside it in PATH.json.
 void WriteRecord(const std::string& path, const std::vector<eoc::sim::AutoscalerTick>& ticks,
-                 const eoc::api::AutoscalingSpec& a) {
+                 const eoc::api::AutoscalingSpec& autoscaling) {
   std::ofstream csv(path);
-  csv << "time_s,ongoing,current,target,decision,complete\n";
-  std::array<char, 64> number{};
-  for (const eoc::sim::AutoscalerTick& t : ticks) {
-    std::snprintf(number.data(), number.size(), "%.17g", t.seconds);
-    csv << number.data() << ',';
-    if (t.total) {
-      std::snprintf(number.data(), number.size(), "%.17g", *t.total);
-      csv << number.data();
-    }
-    csv << ',' << t.current << ',' << t.target << ',' << t.decision << ',' << (t.complete ? 1 : 0)
-        << '\n';
-  }
+  csv << eoc::sim::RecordCsv(ticks, /*complete_column=*/true);
   std::ofstream params(path + ".json");
   params << nlohmann::json{{"autoscaling",
-                            {{"minReplicas", a.min_replicas},
-                             {"maxReplicas", a.max_replicas.value_or(a.min_replicas)},
-                             {"targetOngoingRequests", a.target_ongoing_requests},
-                             {"upscaleDelaySeconds", a.upscale_delay_seconds},
-                             {"downscaleDelaySeconds", a.downscale_delay_seconds},
-                             {"downscaleToZeroDelaySeconds", a.downscale_to_zero_delay_seconds},
-                             {"upscalingFactor", a.upscaling_factor},
-                             {"downscalingFactor", a.downscaling_factor}}}}
+                            eoc::sim::PolicyJson(eoc::controller::PolicyOf(autoscaling))}}
                 .dump(2)
          << "\n";
   if (!csv || !params) throw std::runtime_error("cannot write " + path);

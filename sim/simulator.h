@@ -35,22 +35,13 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "sim/autoscaler_record.h"
 #include "sim/power_profile.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
 
 namespace eoc::sim {
-
-// One tick of the autoscaler as the simulator drove it: the policy's input and its decision.
-struct AutoscalerTick {
-  double seconds = 0;
-  std::optional<double> total;  // ongoing requests; nullopt: unknown
-  bool complete = true;
-  std::int32_t current = 0;
-  std::int32_t target = 0;
-  std::int32_t decision = 0;
-};
 
 struct SimulateOptions {
   // Called about every simulated minute with the simulated time and the trace's last arrival.
