@@ -94,6 +94,9 @@ class Run {
   void Tick();
   // Accounting.
   void CountReplicas();
+  void RemoveWorker(std::size_t w);  // the pod goes: its draw stops, pod-seconds counted
+  // The state's last scraped loads (and picks since), by worker.
+  std::unordered_map<routing::WorkerKey, routing::PoolState::ObservedLoad> LoadsByKey() const;
   void TakeSample();
   RunReport Report();
 
@@ -116,6 +119,11 @@ class Run {
 
   std::vector<std::unique_ptr<SimWorker>> workers_;
   std::vector<std::int32_t> group_count_;  // pods made per group, for names
+  struct GroupPlace {
+    std::size_t accelerator = 0;  // the group's class, an index into scenario_.accelerators
+    const Zone* zone = nullptr;
+  };
+  std::vector<GroupPlace> places_;  // by group
   std::map<std::string, kube::NodeView> nodes_;
   std::unordered_map<routing::WorkerKey, std::size_t> by_key_;
   controller::PoolMembers members_;
@@ -192,6 +200,8 @@ Run::Run(const Scenario& scenario, const Trace& trace, const std::vector<PowerPr
                      [&](const AcceleratorClass& c) { return c.name == group.accelerator; });
     const auto z = std::find_if(scenario_.zones.begin(), scenario_.zones.end(),
                                 [&](const Zone& zone) { return zone.name == group.zone; });
+    places_.push_back(
+        {.accelerator = static_cast<std::size_t>(a - scenario_.accelerators.begin()), .zone = &*z});
     nodes_.emplace("node-" + group.name,
                    NodeOf("node-" + group.name, *a, *z, pool_.spec.carbon.zone_label));
   }
@@ -206,10 +216,7 @@ void Run::Schedule(double at, EventKind kind, std::size_t arg) {
 
 std::size_t Run::AddWorker(std::size_t g, double now, bool ready) {
   const WorkerGroup& group = scenario_.fleet[g];
-  std::size_t a = 0;
-  while (scenario_.accelerators[a].name != group.accelerator) ++a;
-  const Zone* zone = &*std::find_if(scenario_.zones.begin(), scenario_.zones.end(),
-                                    [&](const Zone& z) { return z.name == group.zone; });
+  const std::size_t a = places_[g].accelerator;
   const std::size_t index = workers_.size();
   const std::int32_t n = group_count_[g]++;
   workers_.push_back(std::make_unique<SimWorker>(
@@ -218,7 +225,7 @@ std::size_t Run::AddWorker(std::size_t g, double now, bool ready) {
                     .accelerator = a,
                     .accelerator_class = &scenario_.accelerators[a],
                     .engine = EngineFor(scenario_.accelerators[a]),
-                    .zone = zone,
+                    .zone = places_[g].zone,
                     .profile = &profiles_[a],
                     .pod_ip = "10." + std::to_string(1 + index / 65536) + "." +
                               std::to_string(index / 256 % 256) + "." + std::to_string(index % 256),
@@ -393,16 +400,13 @@ void Run::Membership() {
 
 void Run::Scrape() {
   const controller::ScrapePool scrape = controller::ScrapePoolOf(pool_, members_, Grid(), {});
-  std::unordered_map<routing::WorkerKey, controller::WorkerReadings> readings;
+  // Readings of workers that left go with them.
+  std::erase_if(readings_, [&](const auto& entry) { return !by_key_.contains(entry.first); });
   for (const controller::ScrapeTarget& target : scrape.targets) {
     SimWorker& w = *workers_[by_key_.at(target.key)];
-    auto old = readings_.find(target.key);
-    controller::WorkerReadings r;
-    if (old != readings_.end()) {
-      r = old->second;
-    } else {  // a new worker: its energy starts afresh, as the scrape loop's does
-      r.energy = signals::WorkerEnergy(target.profile);
-    }
+    const auto [it, added] = readings_.try_emplace(target.key);
+    controller::WorkerReadings& r = it->second;
+    if (added) r.energy = signals::WorkerEnergy(target.profile);  // afresh, as the scrape loop's
     const controller::FetchResult fetched{.error = std::nullopt, .body = w.Page(now_)};
     const controller::ScrapeReading reading = controller::ReadScrape(fetched, maps_, target.pod);
     if (reading.result != controller::ScrapeResult::kOk) {
@@ -412,9 +416,7 @@ void Run::Scrape() {
     const routing::Load load =
         controller::ObserveGoodScrape(reading, At(now_), target.grid_g_per_kwh, r);
     if (state_) state_->ObserveLoad(target.key, load, At(now_));
-    readings.emplace(target.key, r);
   }
-  readings_ = std::move(readings);
   Lead();
 }
 
@@ -486,15 +488,15 @@ void Run::Rescale() {
   const auto wanted = static_cast<std::size_t>(target_);
   std::vector<std::string> chosen;
   if (live.size() > wanted) {
-    std::unordered_map<routing::WorkerKey, double> loads;
-    for (const auto& o : state_->Loads()) {
-      loads[o.worker] = o.load.running + o.load.waiting + o.picks_since_scrape;
-    }
+    const auto loads = LoadsByKey();
     std::vector<controller::ScaleInPod> candidates;
     for (const std::size_t i : live) {
       const SimWorker& w = *workers_[i];
       const auto l = loads.find(routing::WorkerKeyOf(w.pod_key()));
-      candidates.push_back(controller::ScaleInPodOf(*w.pod(), l != loads.end() ? l->second : 0.0));
+      const double in_flight = l == loads.end() ? 0.0
+                                                : l->second.load.running + l->second.load.waiting +
+                                                      l->second.picks_since_scrape;
+      candidates.push_back(controller::ScaleInPodOf(*w.pod(), in_flight));
     }
     chosen = controller::PodsToDrain(controller::ScaleInOrder::kDeletionCost, std::move(candidates),
                                      live.size() - wanted);
@@ -503,9 +505,7 @@ void Run::Rescale() {
     SimWorker& w = *workers_[i];
     const bool drain = std::find(chosen.begin(), chosen.end(), w.spec().name) != chosen.end();
     if (drain && !w.ready()) {  // a pod still starting serves nothing: it goes at once
-      CountReplicas();
-      w.Remove(now_);
-      --live_pods_;
+      RemoveWorker(i);
     } else if (drain && !w.draining) {
       w.draining = true;
       w.drain_since = now_;
@@ -524,9 +524,7 @@ void Run::Drain() {
     if (!workers_[i]->gone() && workers_[i]->draining) draining.push_back(i);
   }
   if (draining.empty() || !state_) return;
-  std::unordered_map<routing::WorkerKey, const routing::PoolState::ObservedLoad*> observed;
-  const auto loads = state_->Loads();
-  for (const auto& o : loads) observed.emplace(o.worker, &o);
+  const auto observed = LoadsByKey();
   // The controller writes /scale once every drained pod's scraped load is zero (seen a scrape
   // interval after the drain began, with no pick since), or at the drain timeout.
   bool idle = true;
@@ -534,18 +532,14 @@ void Run::Drain() {
   for (const std::size_t i : draining) {
     const SimWorker& w = *workers_[i];
     const auto o = observed.find(routing::WorkerKeyOf(w.pod_key()));
-    const bool zero = o != observed.end() && o->second->load.available &&
-                      o->second->load.running + o->second->load.waiting == 0 &&
-                      o->second->picks_since_scrape == 0;
+    const bool zero = o != observed.end() && o->second.load.available &&
+                      o->second.load.running + o->second.load.waiting == 0 &&
+                      o->second.picks_since_scrape == 0;
     idle = idle && zero && now_ - w.drain_since >= interval;
     expired = expired || now_ - w.drain_since >= pool_.spec.autoscaling.drain_timeout_seconds;
   }
   if (!idle && !expired) return;
-  CountReplicas();
-  for (const std::size_t i : draining) {
-    workers_[i]->Remove(now_);
-    --live_pods_;
-  }
+  for (const std::size_t i : draining) RemoveWorker(i);
   // What the removed pods still held is cut off.
   for (std::size_t r = 0; r < requests_.size(); ++r) {
     if (requests_[r].outcome == Outcome::kOpen && requests_[r].worker >= 0 &&
@@ -587,6 +581,18 @@ void Run::Tick() {
 }
 
 // ---- accounting -----------------------------------------------------------------------------
+
+void Run::RemoveWorker(std::size_t w) {
+  CountReplicas();
+  workers_[w]->Remove(now_);
+  --live_pods_;
+}
+
+std::unordered_map<routing::WorkerKey, routing::PoolState::ObservedLoad> Run::LoadsByKey() const {
+  std::unordered_map<routing::WorkerKey, routing::PoolState::ObservedLoad> loads;
+  for (const auto& o : state_->Loads()) loads.emplace(o.worker, o);
+  return loads;
+}
 
 void Run::CountReplicas() {
   report_.replica_seconds += live_pods_ * (now_ - counted_until_);
