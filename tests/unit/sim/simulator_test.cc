@@ -74,12 +74,16 @@ class SimulatorTest : public ::testing::Test {
   std::vector<PowerProfile> profiles_;
 };
 
-constexpr const char* kFixedFleet = R"(
+// Two of each class, no autoscaling; a test appends its policies.
+const std::string kTwoClassFleet = R"(
 fleet:
   - {name: a100, accelerator: NVIDIA-A100-SXM4-40GB, zone: clean, replicas: 2}
   - {name: h100, accelerator: NVIDIA-H100-80GB-HBM3, zone: dirty, replicas: 2}
 pool:
   carbon: {static: {clean: 30, dirty: 300}}
+)";
+
+const std::string kFixedFleet = kTwoClassFleet + R"(
 policies:
   - {name: joules, pool: {routing: {strategy: JouleWeighted}}}
   - {name: carbon, pool: {routing: {strategy: CarbonWeighted}}}
@@ -253,12 +257,7 @@ policies:
 }
 
 TEST_F(SimulatorTest, ThePeersRoutersRunOnTheSameFleetAndAccountForEveryRequest) {
-  Load(R"(
-fleet:
-  - {name: a100, accelerator: NVIDIA-A100-SXM4-40GB, zone: clean, replicas: 2}
-  - {name: h100, accelerator: NVIDIA-H100-80GB-HBM3, zone: dirty, replicas: 2}
-pool:
-  carbon: {static: {clean: 30, dirty: 300}}
+  Load(kTwoClassFleet + R"(
 policies:
   - {name: random, baseline: {kind: random}}
   - {name: round-robin, baseline: {kind: round-robin}}
