@@ -7,8 +7,10 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace eoc::sim {
 namespace {
@@ -48,8 +50,11 @@ class Exposition {
   }
   void Sample(std::string_view name, std::initializer_list<Label> labels,
               const std::string& value) {
+    Sample(name, std::span<const Label>(labels.begin(), labels.size()), value);
+  }
+  void Sample(std::string_view name, std::span<const Label> labels, const std::string& value) {
     out_.append(name);
-    if (labels.size() > 0) {
+    if (!labels.empty()) {
       out_.push_back('{');
       bool first = true;
       for (const auto& [key, val] : labels) {
@@ -251,33 +256,20 @@ void RenderDcgmExporter(Exposition& e, const std::string& node,
   add(nullptr, 1);
   constexpr double kIdleWatts = 60;
   const auto series = [&](std::string_view name, const Gpu& gpu, const std::string& value) {
-    const Label model{"modelName", "NVIDIA H100 80GB HBM3"};
-    const Label driver{"DCGM_FI_DRIVER_VERSION", "580.105.08"};
-    if (gpu.pod == nullptr) {
-      e.Sample(name,
-               {{"gpu", gpu.index},
-                {"UUID", gpu.uuid},
-                {"pci_bus_id", gpu.bus},
-                {"device", gpu.device},
-                model,
-                {"Hostname", node},
-                driver},
-               value);
-      return;
+    std::vector<Label> labels = {{"gpu", gpu.index},
+                                 {"UUID", gpu.uuid},
+                                 {"pci_bus_id", gpu.bus},
+                                 {"device", gpu.device},
+                                 {"modelName", "NVIDIA H100 80GB HBM3"},
+                                 {"Hostname", node},
+                                 {"DCGM_FI_DRIVER_VERSION", "580.105.08"}};
+    if (gpu.pod != nullptr) {  // attributed to a pod: dcgm-exporter adds the pod's labels
+      labels.insert(labels.end(), {{"container", gpu.pod->container},
+                                   {"namespace", gpu.pod->pod_namespace},
+                                   {"pod", gpu.pod->pod_name},
+                                   {"pod_uid", ""}});
     }
-    e.Sample(name,
-             {{"gpu", gpu.index},
-              {"UUID", gpu.uuid},
-              {"pci_bus_id", gpu.bus},
-              {"device", gpu.device},
-              model,
-              {"Hostname", node},
-              driver,
-              {"container", gpu.pod->container},
-              {"namespace", gpu.pod->pod_namespace},
-              {"pod", gpu.pod->pod_name},
-              {"pod_uid", ""}},
-             value);
+    e.Sample(name, labels, value);
   };
   e.Family("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge");
   for (const Gpu& gpu : gpus) {
