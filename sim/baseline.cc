@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/llmd_scorer.h"
+
 namespace eoc::sim {
 namespace {
 
@@ -151,6 +153,8 @@ std::unique_ptr<BaselineRouter> MakeBaseline(const BaselineSpec& spec) {
       return std::make_unique<PowerOfTwo>();
     case BaselineKind::kSglangCacheAware:
       return std::make_unique<CacheAware>(spec);
+    case BaselineKind::kLlmdScorer:
+      return MakeLlmdScorer(spec);
   }
   return std::make_unique<RoundRobin>();
 }

@@ -38,6 +38,14 @@
 //                       trees of workers that left are dropped, as SGLang's /remove_worker does).
 //                       SGLang's trees hold characters; these hold the trace's prefix blocks (a
 //                       block per node), which is what the trace knows of a prompt's text.
+//   llm-d-scorer        llm-d's inference scheduler (the Gateway API Inference Extension's endpoint
+//                       picker) with its default scheduling profile: the queue-scorer, the
+//                       kv-cache-utilization-scorer and the approximate prefix-cache-scorer,
+//                       weighted 2, 2 and 3 (kubernetes-sigs/gateway-api-inference-extension,
+//                       config/charts/inferencepool epp-config.yaml, the chart llm-d's
+//                       "inference-scheduling" guide installs with llm-d-inference-scheduler
+//                       v0.5.0), and the max-score-picker: highest weighted sum wins, ties drawn
+//                       at random. See sim/llmd_scorer.h for each scorer and its defaults.
 // Pure: randomness comes in as arguments.
 #pragma once
 
@@ -58,14 +66,16 @@ enum class BaselineKind : std::uint8_t {
   kRoundRobin,
   kLeastOutstanding,
   kPowerOfTwo,
-  kSglangCacheAware
+  kSglangCacheAware,
+  kLlmdScorer
 };
-inline constexpr std::array<EnumName<BaselineKind>, 5> kBaselineKindNames{{
+inline constexpr std::array<EnumName<BaselineKind>, 6> kBaselineKindNames{{
     {BaselineKind::kRandom, "random"},
     {BaselineKind::kRoundRobin, "round-robin"},
     {BaselineKind::kLeastOutstanding, "least-outstanding"},
     {BaselineKind::kPowerOfTwo, "power-of-two"},
     {BaselineKind::kSglangCacheAware, "sglang-cache-aware"},
+    {BaselineKind::kLlmdScorer, "llm-d-scorer"},
 }};
 inline std::string_view ToString(BaselineKind kind) {
   return EnumToString(kind, kBaselineKindNames);
@@ -80,9 +90,26 @@ struct CacheAwareParams {
   std::int64_t max_tree_size = 67'108'864;  // nodes: here, prefix blocks per worker
 };
 
+// llm-d's scheduling profile (its defaults; see sim/llmd_scorer.h).
+struct ScorerParams {
+  double queue_weight = 2;
+  double kv_cache_utilization_weight = 2;
+  double prefix_cache_weight = 3;
+  // The prefix-cache-scorer hashes at most 256 blocks of 64 characters (its defaults;
+  // autoTune makes a block the engine's 16 tokens at 4 characters a token): 4,096 tokens.
+  std::int64_t max_prefix_tokens = 4096;
+  // Its indexer's capacity per server, in tokens: 0 follows autoTune (the server's own KV-cache
+  // capacity), else its LRUCapacityPerServer of 31,250 blocks x 16 tokens = 500,000.
+  std::int64_t lru_capacity_tokens = 0;
+  // The endpoint picker reads every server's metrics at this interval (its
+  // --refresh-metrics-interval default, 50 ms); the simulator refreshes its view as often.
+  double metrics_refresh_seconds = 0.05;
+};
+
 struct BaselineSpec {
   BaselineKind kind = BaselineKind::kRoundRobin;
   CacheAwareParams cache_aware;
+  ScorerParams scorer;
   // The tokens of one of the trace's prefix blocks (Trace::block_size_tokens): the simulator
   // sets it.
   std::int32_t block_tokens = 16;
@@ -93,6 +120,12 @@ struct RouterWorker {
   std::uint64_t id = 0;          // the worker, the same across calls (a router's own state is kept
                                  // by it)
   std::int64_t outstanding = 0;  // requests this router sent it that have not finished
+  // What a router that reads the engines' metrics sees (the llm-d scorer; the others ignore it):
+  // vllm:num_requests_waiting, vllm:kv_cache_usage_perc (0..1), and the KV cache's capacity in
+  // tokens (vllm:cache_config_info's num_gpu_blocks x block_size).
+  std::int64_t waiting = 0;
+  double kv_cache_usage = 0;
+  std::int64_t kv_capacity_tokens = 0;
 };
 
 class BaselineRouter {

@@ -214,16 +214,17 @@ std::optional<BaselineSpec> ReadBaseline(const json* object, const ObjectReader&
                                          std::vector<FieldError>& errors) {
   OnlyKnown(object, b.path(),
             {"kind", "cacheThreshold", "balanceAbsThreshold", "balanceRelThreshold",
-             "evictionIntervalSeconds", "maxTreeSize"},
+             "evictionIntervalSeconds", "maxTreeSize", "queueWeight", "kvCacheUtilizationWeight",
+             "prefixCacheWeight", "maxPrefixTokens", "lruCapacityTokens", "metricsRefreshSeconds"},
             errors);
   std::string kind;
   if (!b.Require("kind") || !b.String("kind", kind, kText)) return std::nullopt;
   const std::optional<BaselineKind> k = EnumNamed(kind, kBaselineKindNames);
   if (!k) {
-    b.Error("kind",
-            "must be one of random, round-robin, least-outstanding, power-of-two, "
-            "sglang-cache-aware, got \"" +
-                kind + "\"");
+    std::string known;
+    for (const auto& n : kBaselineKindNames)
+      known += (known.empty() ? "" : ", ") + std::string(n.name);
+    b.Error("kind", "must be one of " + known + ", got \"" + kind + "\"");
     return std::nullopt;
   }
   BaselineSpec spec{.kind = *k};
@@ -234,6 +235,13 @@ std::optional<BaselineSpec> ReadBaseline(const json* object, const ObjectReader&
   b.Number("evictionIntervalSeconds", c.eviction_interval_seconds,
            {.min = 0, .exclusive_min = true, .max = 1e9});
   b.Int("maxTreeSize", c.max_tree_size, {.min = 0, .max = std::int64_t{1} << 40});
+  ScorerParams& d = spec.scorer;  // llm-d's scheduling profile, by the same names
+  b.Number("queueWeight", d.queue_weight, {.min = 0, .max = 1e6});
+  b.Number("kvCacheUtilizationWeight", d.kv_cache_utilization_weight, {.min = 0, .max = 1e6});
+  b.Number("prefixCacheWeight", d.prefix_cache_weight, {.min = 0, .max = 1e6});
+  b.Int("maxPrefixTokens", d.max_prefix_tokens, {.min = 0, .max = std::int64_t{1} << 30});
+  b.Int("lruCapacityTokens", d.lru_capacity_tokens, {.min = 0, .max = std::int64_t{1} << 40});
+  b.Number("metricsRefreshSeconds", d.metrics_refresh_seconds, {.min = 0, .max = 3600});
   return spec;
 }
 

@@ -50,7 +50,8 @@
 //   policies:                            # each merged into `pool` (a JSON merge patch, as
 //     - {name: joules, pool: {routing: {strategy: JouleWeighted}}}    # kubectl patch --type
 //     - {name: round-robin, pool: {routing: {strategy: RoundRobin}}}  # merge); none: `pool` alone
-//     - {name: envoy, baseline: {kind: power-of-two}}   # a peer's router instead (baseline.h)
+//     - {name: envoy, baseline: {kind: power-of-two}}   # a peer's router instead (baseline.h;
+//                                                       # its parameters by its own names)
 //
 // The pool's spec gets what the simulated cluster fixes when it does not say: the selector
 // (app=sim), targetPort 8000, engine vllm, and the scale target group's Deployment as

@@ -108,6 +108,12 @@ class Run {
   api::InferencePool pool_;
   std::string pool_key_;
   std::unique_ptr<BaselineRouter> baseline_;  // set: a peer's router places the requests
+  // What the baseline last read of each worker's metrics (by worker index), and when.
+  struct RouterReading {
+    double at = -1;
+    EngineFigures figures;
+  };
+  std::vector<RouterReading> router_readings_;
   std::mt19937_64 rng_;
 
   double now_ = 0;
@@ -277,14 +283,26 @@ void Run::OnArrival(std::size_t i) {
 
 void Run::Route(std::size_t i) {
   // A peer's router knows the pods its endpoints list (ready, and not yet being removed: a drained
-  // pod has left them) and its own requests in flight to each.
+  // pod has left them), its own requests in flight to each, and (for those that read them) the
+  // engines' metrics.
   std::vector<std::size_t> ready;
   std::vector<RouterWorker> views;
   for (const routing::Worker& w : members_.workers) {
     const std::size_t index = by_key_.at(w.key);
     if (workers_[index]->draining) continue;
     ready.push_back(index);
-    views.push_back({.id = index, .outstanding = workers_[index]->in_flight()});
+    // A router that reads the engines' metrics re-reads them at its refresh interval.
+    if (router_readings_.size() <= index) router_readings_.resize(workers_.size());
+    RouterReading& seen = router_readings_[index];
+    if (seen.at < 0 || now_ - seen.at >= policy_.baseline->scorer.metrics_refresh_seconds) {
+      seen = {.at = now_, .figures = workers_[index]->figures()};
+    }
+    views.push_back(
+        {.id = index,
+         .outstanding = workers_[index]->in_flight(),
+         .waiting = seen.figures.waiting,
+         .kv_cache_usage = seen.figures.kv_cache_usage,
+         .kv_capacity_tokens = seen.figures.kv_blocks_total * seen.figures.kv_block_tokens});
   }
   if (ready.empty()) {
     Resolve(i, Outcome::kShed, "no-worker");

@@ -156,5 +156,78 @@ TEST(SglangCacheAware, AWorkerThatLeftLosesItsTreeAtTheNextEviction) {
   EXPECT_EQ(Replay(61), 0U);  // the eviction at 61 s dropped a's tree: no match, b's turn
 }
 
+// llm-d's default profile: what each of its scorers reads decides, in the documented weights.
+RouterWorker Engine(std::uint64_t id, std::int64_t waiting, double kv_cache_usage) {
+  return {.id = id,
+          .waiting = waiting,
+          .kv_cache_usage = kv_cache_usage,
+          .kv_capacity_tokens = 100'000};
+}
+
+TEST(LlmdScorer, EqualLoadsAPrefixMatchWinsAndTiesAreDrawnAtRandom) {
+  const auto router = MakeBaseline({.kind = BaselineKind::kLlmdScorer});
+  std::mt19937_64 rng(3);
+  const std::vector<RouterWorker> idle{Engine(1, 0, 0), Engine(2, 0, 0), Engine(3, 0, 0)};
+  // Every score equal: the max-score picker's shuffle, each about a third of the time. Each
+  // prompt is new (nothing matches), so these picks seed nothing that later ones match.
+  std::map<std::size_t, int> chosen;
+  for (std::uint64_t k = 0; k < 3000; ++k) {
+    ++chosen[router->Choose(Prompt({1000 + k}), idle, rng())];
+  }
+  for (std::size_t w = 0; w < 3; ++w) {
+    EXPECT_GT(chosen[w], 850) << w;
+    EXPECT_LT(chosen[w], 1150) << w;
+  }
+  // A prompt sent once is indexed where it went; the same prompt then goes there every time.
+  const std::size_t first = router->Choose(Prompt({7, 8, 9}), idle, rng());
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(router->Choose(Prompt({7, 8, 9}), idle, rng()), first);
+  // Half the blocks match: 3 x 0.5 = 1.5 over the others' 0 on equal loads: still there.
+  EXPECT_EQ(router->Choose(Prompt({7, 8, 5, 6}), idle, rng()), first);
+}
+
+TEST(LlmdScorer, TheQueueAndTheCachesUseOutweighAPrefixOnABusyServer) {
+  const auto router = MakeBaseline({.kind = BaselineKind::kLlmdScorer});
+  std::vector<RouterWorker> workers{Engine(1, 0, 0), Engine(2, 0, 0)};
+  workers[1].kv_cache_usage = 0.01;  // the first wins the tie: the prompt is indexed there
+  ASSERT_EQ(router->Choose(Prompt({1, 2, 3, 4}), workers, 0), 0U);
+  // The first has the whole prompt (3 x 1) but the longest queue (2 x 0) and 90% of its cache in
+  // use (2 x 0.1): 3.2. The second has no match, the shortest queue and an empty cache: 4.
+  workers = {Engine(1, 10, 0.9), Engine(2, 0, 0)};
+  EXPECT_EQ(router->Choose(Prompt({1, 2, 3, 4}), workers, 0), 1U);
+  // Queues are min-max normalised: 10 waiting against 9 counts as much as 10 against 0. On a
+  // fresh index holding the prompt on the first worker, the first keeps its whole match (3) and
+  // an empty cache (2): 5, over the second's shorter queue (2) and empty cache (2): 4. A prompt
+  // of which it holds a quarter (0.75 + 2) goes to the second (4).
+  const auto fresh = MakeBaseline({.kind = BaselineKind::kLlmdScorer});
+  workers = {Engine(1, 0, 0), Engine(2, 0, 0.01)};
+  ASSERT_EQ(fresh->Choose(Prompt({1, 2, 3, 4}), workers, 0), 0U);
+  workers = {Engine(1, 10, 0), Engine(2, 9, 0)};
+  EXPECT_EQ(fresh->Choose(Prompt({1, 2, 3, 4}), workers, 0), 0U);
+  EXPECT_EQ(fresh->Choose(Prompt({1, 20, 30, 40}), workers, 0), 1U);
+}
+
+TEST(LlmdScorer, OnlyTheFirst4096TokensAreHashedAndTheIndexForgetsPastTheCache) {
+  // 512-token blocks: the scorer hashes the first 8. Two prompts that differ from the ninth block
+  // on look the same to it, and one that differs in the eighth does not.
+  BaselineSpec spec{.kind = BaselineKind::kLlmdScorer, .block_tokens = 512};
+  const auto router = MakeBaseline(spec);
+  const std::vector<RouterWorker> workers{Engine(1, 0, 0), Engine(2, 0, 0.01)};
+  const std::vector<std::uint64_t> head{1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<std::uint64_t> one = head;
+  one.push_back(9);
+  ASSERT_EQ(router->Choose(Prompt(one), workers, 0), 0U);
+  // The second worker's emptier queue... is equal; its cache is busier: only the match decides.
+  std::vector<RouterWorker> favour_second{Engine(1, 0, 0.2), Engine(2, 0, 0)};
+  std::vector<std::uint64_t> other = head;
+  other.push_back(99);
+  EXPECT_EQ(router->Choose(Prompt(other), favour_second, 0), 0U);  // 3 + 1.6 > 2
+  // The index holds as many blocks as the server's cache: 100,000 tokens, 195 blocks of 512.
+  // 200 other prompts of one block each push the first prompt's out of the first worker's LRU.
+  for (std::uint64_t k = 0; k < 200; ++k) {
+    ASSERT_EQ(router->Choose(Prompt({5000 + k}), std::vector<RouterWorker>{workers[0]}, 0), 0U);
+  }
+  EXPECT_EQ(router->Choose(Prompt(one), favour_second, 0), 1U);  // no match left: 2 + 2 > 1.6 + 2
+}
+
 }  // namespace
 }  // namespace eoc::sim

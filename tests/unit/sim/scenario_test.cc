@@ -183,8 +183,20 @@ TEST(ReadScenario, APolicyMayBeAPeersRouterNamedByItsKind) {
   doc["policies"][1]["baseline"] = {{"kind", "p2c"}, {"choices", 3}};
   const std::string error = ErrorOf(doc);
   EXPECT_THAT(error, HasSubstr("policies[1].baseline.kind: must be one of random, round-robin, "
-                               "least-outstanding, power-of-two, sglang-cache-aware, got \"p2c\""));
+                               "least-outstanding, power-of-two, sglang-cache-aware, "
+                               "llm-d-scorer, got \"p2c\""));
   EXPECT_THAT(error, HasSubstr("policies[1].baseline.choices: is not a field of this object"));
+  // Each peer's parameters go by its own names.
+  doc["policies"][1]["baseline"] = {
+      {"kind", "llm-d-scorer"}, {"prefixCacheWeight", 5}, {"metricsRefreshSeconds", 1}};
+  const Scenario llmd = ReadScenario(doc, "/nowhere");
+  ASSERT_TRUE(llmd.policies[1].baseline);
+  EXPECT_EQ(llmd.policies[1].baseline->kind, BaselineKind::kLlmdScorer);
+  EXPECT_EQ(llmd.policies[1].baseline->scorer.prefix_cache_weight, 5);
+  EXPECT_EQ(llmd.policies[1].baseline->scorer.queue_weight, 2);  // the default kept
+  EXPECT_EQ(llmd.policies[1].baseline->scorer.metrics_refresh_seconds, 1);
+  doc["policies"][1]["baseline"]["queueWeight"] = -1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("policies[1].baseline.queueWeight:"));
 }
 
 TEST(ReadScenario, RequiredPartsAndWrongShapes) {
