@@ -188,6 +188,32 @@ def plot(results, png, workdir):
     subprocess.run(["gnuplot", gp], check=True)
 
 
+MARGINS = [0.1, 0.25, 0.5, 1.0]
+
+
+def margins(binary, workdir, trace_dir, traces, caps):
+    """Prefix affinity's loadMargin under the default strategy, each trace at both loads."""
+    lines = ["| trace | load | loadMargin | KV hit % | TTFT p50 s | TTFT p99 s | SLO % | J/tok |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for trace, (example, _) in traces.items():
+        def edit(s):
+            s["policies"] = [
+                {"name": f"margin-{i}",
+                 "pool": {"routing": {"strategy": "JouleWeighted",
+                                      "prefixAffinity": {"loadMargin": m}}}}
+                for i, m in enumerate(MARGINS)]
+        path = scenario(example, trace_dir, workdir, f"{trace}-margins", edit)
+        for load in LOADS:
+            runs = sim(binary, path, workdir, f"{trace}-margins-{load}", load * caps[trace])
+            for i, m in enumerate(MARGINS):
+                r = runs[f"margin-{i}"]
+                lines.append(f"| {trace} | {int(load * 100)}% | {m:g} | "
+                             f"{100 * r['prefixHitRate']:.1f} | {r['ttftSeconds']['p50']:.2f} | "
+                             f"{r['ttftSeconds']['p99']:.2f} | {100 * r['sloAttainment']:.1f} | "
+                             f"{r['joulesPerToken']:.3f} |")
+    return "\n".join(lines)
+
+
 def autoscaling(binary, workdir, trace_dir):
     def edit(s):
         s["policies"] = [
@@ -252,6 +278,7 @@ def main():
                           for load in LOADS}
     plot(results, a.png, a.workdir)
     base, peak, auto = autoscaling(a.sim, a.workdir, a.trace_dir)
+    margin_table = margins(a.sim, a.workdir, a.trace_dir, traces, caps)
 
     out = [READING]
     w = out.append
@@ -269,6 +296,13 @@ def main():
             if trace == "mooncake":
                 out.extend(prefix_goals(runs))
             w("")
+    w("## Prefix affinity's loadMargin")
+    w("")
+    w("JouleWeighted (the default strategy) with prefix affinity's `loadMargin` at each value, "
+      "every other setting the default's.")
+    w("")
+    w(margin_table)
+    w("")
     w("## Autoscaling: ours, Ray's defaults, and a fixed fleet sized for the peak")
     w("")
     w(f"`examples/sim/autoscale.yaml` (H100s in one zone, rate scale "
