@@ -100,7 +100,7 @@ class LlmdScorer final : public BaselineRouter {
 
  private:
   // The extension's LRUCapacityPerServer (31,250) of vLLM's 16-token blocks.
-  static constexpr std::int64_t kDefaultCapacityTokens = 31'250 * 16;
+  static constexpr std::int64_t kDefaultCapacityTokens = std::int64_t{31'250} * 16;
 
   // The blocks the scorer hashes: the prompt's, up to max_prefix_tokens.
   std::span<const std::uint64_t> Hashed(const TraceRequest& request) const {
