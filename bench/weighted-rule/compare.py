@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""The weighted rule's alternatives on both traces and loads: one Markdown table per trace and load.
+"""The weighted rule's alternatives on both traces and loads: one Markdown table per trace and load,
+each figure the mean over SEEDS runs (the trace's sessions and prefixes and the picks' draws
+change with the seed; one seed's p99 moves by tens of percent).
   compare.py EOC_SIM WORKDIR      (bench/weighted-rule/run calls it)"""
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -16,6 +19,16 @@ RULES = {"current": {}, "eff": {"EOC_W_EFF": "1"}, "sticky05": {"EOC_W_DELTA": "
 TRACES = {"azure-code": ("two-class.yaml", 4.0), "mooncake": ("mooncake.yaml", 1.0)}
 STRATEGIES = [("joules", "JouleWeighted"), ("carbon", "CarbonWeighted"),
               ("latency", "LatencyWeighted"), ("least-busy", "LeastBusy")]
+SEEDS = range(1, 6)
+FIGURES = {  # column: (format, figure of one run)
+    "J/tok": ("{:.3f}", lambda r: r["joulesPerToken"]),
+    "active J/tok": ("{:.3f}", peers.active_jpt),
+    "mg CO2e/tok": ("{:.4f}", lambda r: 1000 * r["gramsPerToken"]),
+    "TTFT p50 s": ("{:.2f}", lambda r: r["ttftSeconds"]["p50"]),
+    "TTFT p99 s": ("{:.2f}", lambda r: r["ttftSeconds"]["p99"]),
+    "SLO %": ("{:.1f}", lambda r: 100 * r["sloAttainment"]),
+    "KV hit %": ("{:.1f}", lambda r: 100 * r["prefixHitRate"]),
+}
 
 
 def main():
@@ -26,28 +39,28 @@ def main():
     for trace, (example, capacity) in TRACES.items():
         path = peers.scenario(example, None, workdir, trace, edit)
         for load in peers.LOADS:
-            print(f"## {trace}, {int(load * 100)}% of capacity (rate scale {load * capacity:g})")
+            print(f"## {trace}, {int(load * 100)}% of capacity (rate scale {load * capacity:g}), "
+                  f"means of seeds {SEEDS.start} to {SEEDS.stop - 1}")
             print()
-            print("| strategy | rule | J/tok | active J/tok | mg CO2e/tok | TTFT p50 s | TTFT p99 s |"
-                  " SLO % | KV hit % |")
-            print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-            rows = []
+            print("| strategy | rule | " + " | ".join(FIGURES) + " |")
+            print("|---|---|" + "---:|" * len(FIGURES))
+            runs = {}  # (strategy, rule) -> the runs of every seed
             for rule, env in RULES.items():
-                out = os.path.join(workdir, f"{trace}-{load}-{rule}.json")
-                subprocess.run([binary, path, "--quiet", "--json", out, "--rate-scale",
-                                f"{load * capacity:g}"], check=True, stdout=subprocess.DEVNULL,
-                               env={**os.environ, **env})
-                with open(out) as f:
-                    for r in json.load(f)["runs"]:
-                        if r["policy"] == "least-busy" and rule != "current":
-                            continue  # LeastBusy draws no weights: one row
-                        rows.append((r["strategy"], rule, r))
-            for strategy, rule, r in sorted(rows, key=lambda x: x[0]):
+                for seed in SEEDS:
+                    out = os.path.join(workdir, f"{trace}-{load}-{rule}-{seed}.json")
+                    subprocess.run([binary, path, "--quiet", "--json", out, "--rate-scale",
+                                    f"{load * capacity:g}", "--seed", str(seed)], check=True,
+                                   stdout=subprocess.DEVNULL, env={**os.environ, **env})
+                    with open(out) as f:
+                        for r in json.load(f)["runs"]:
+                            if r["strategy"] == "LeastBusy" and rule != "current":
+                                continue  # LeastBusy draws no weights: one row
+                            runs.setdefault((r["strategy"], rule), []).append(r)
+            for (strategy, rule), rs in sorted(runs.items(), key=lambda x: x[0][0]):
+                cells = [fmt.format(statistics.mean(f(r) for r in rs))
+                         for fmt, f in FIGURES.values()]
                 print(f"| {strategy} | {rule if strategy != 'LeastBusy' else '-'} | "
-                      f"{r['joulesPerToken']:.3f} | {peers.active_jpt(r):.3f} | "
-                      f"{1000 * r['gramsPerToken']:.4f} | {r['ttftSeconds']['p50']:.2f} | "
-                      f"{r['ttftSeconds']['p99']:.2f} | {100 * r['sloAttainment']:.1f} | "
-                      f"{100 * r['prefixHitRate']:.1f} |")
+                      + " | ".join(cells) + " |")
             print()
 
 
