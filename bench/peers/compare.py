@@ -214,6 +214,30 @@ def margins(binary, workdir, trace_dir, traces, caps):
     return "\n".join(lines)
 
 
+OVERLOADS = [0.8, 1.0, 1.2]
+
+
+def sessions(binary, workdir, trace_dir, caps):
+    """Session affinity on and off on the Azure trace (its synthetic sessions), up to overload."""
+    def edit(s):
+        s["policies"] = [
+            {"name": f"{st.lower()}-{'on' if on else 'off'}",
+             "pool": {"routing": {"strategy": st, "sessionAffinity": {"enabled": on}}}}
+            for st in ("JouleWeighted", "LeastBusy") for on in (True, False)]
+    path = scenario("two-class.yaml", trace_dir, workdir, "sessions", edit)
+    lines = ["| load | strategy | sessions | KV hit % | TTFT p50 s | TTFT p99 s | SLO % | J/tok | "
+             "shed |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    for load in OVERLOADS:
+        runs = sim(binary, path, workdir, f"sessions-{load}", load * caps["azure-code"])
+        for name, r in runs.items():
+            strategy, on = name.rsplit("-", 1)
+            lines.append(f"| {int(load * 100)}% | {r['strategy']} | {on} | "
+                         f"{100 * r['prefixHitRate']:.1f} | {r['ttftSeconds']['p50']:.2f} | "
+                         f"{r['ttftSeconds']['p99']:.2f} | {100 * r['sloAttainment']:.1f} | "
+                         f"{r['joulesPerToken']:.3f} | {r['shed'] + r['timedOut']} |")
+    return "\n".join(lines)
+
+
 def autoscaling(binary, workdir, trace_dir):
     def edit(s):
         s["policies"] = [
@@ -279,6 +303,7 @@ def main():
     plot(results, a.png, a.workdir)
     base, peak, auto = autoscaling(a.sim, a.workdir, a.trace_dir)
     margin_table = margins(a.sim, a.workdir, a.trace_dir, traces, caps)
+    session_table = sessions(a.sim, a.workdir, a.trace_dir, caps)
 
     out = [READING]
     w = out.append
@@ -302,6 +327,15 @@ def main():
       "every other setting the default's.")
     w("")
     w(margin_table)
+    w("")
+    w("## Session affinity under load")
+    w("")
+    w("The Azure trace (60% of its requests are turns of synthetic sessions) at 80%, 100% and 120% "
+      "of capacity, session affinity on and off, every other setting the default's. A session's "
+      "worker that has no room for a turn (its KV budget) sends that turn elsewhere and keeps the "
+      "binding.")
+    w("")
+    w(session_table)
     w("")
     w("## Autoscaling: ours, Ray's defaults, and a fixed fleet sized for the peak")
     w("")
