@@ -280,7 +280,38 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     return snap.PickUnweighted(request.model, r, busy, room);
   };
 
-  // 1. Sessions.
+  // The strategy's choice on attempt `attempt` (each retry draws afresh); nullopt: none.
+  auto choose = [&](int attempt) -> std::optional<std::size_t> {
+    const std::uint64_t r = attempt == 0 ? random : Mix64(random + attempt);
+    const std::uint64_t ticket = snap.strategy() == Strategy::kRoundRobin
+                                     ? round_robin_.fetch_add(1, std::memory_order_relaxed)
+                                     : 0;
+    auto choice = snap.Pick(request.model, r, ticket, draw_busy, room);
+    if (!choice) choice = unweighted(r);
+    return choice;
+  };
+
+  // 1. Prefix, against the strategy's first choice (kept for step 3).
+  std::optional<std::size_t> first;
+  bool chosen = false;
+  if (prefix != nullptr && !request.prefix.empty()) {
+    first = choose(0);
+    chosen = true;
+    if (first) {
+      const double limit = busy(*first) + options.prefix_load_margin;
+      const auto match = prefix->LongestMatch(request.prefix, [&](WorkerKey key) {
+        const auto i = snap.IndexOf(key);
+        return i && snap.Serves(*i, request.model) && snap.TakesNewWork(*i) && room(*i) &&
+               busy(*i) <= limit;
+      });
+      if (match) {
+        const std::size_t i = *snap.IndexOf(match->worker);
+        if (reserve(i)) return picked(i, PickReason::kPrefix);
+      }
+    }
+  }
+
+  // 2. Sessions.
   bool overflow = false;
   if (sessions != nullptr && request.session) {
     const SessionHash session = *request.session;
@@ -308,27 +339,10 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     }
   }
 
-  // 2 and 3. Prefix, against the strategy's choice; then the strategy.
+  // 3. The strategy.
   for (int attempt = 0; attempt < kMaxReserveTries; ++attempt) {
-    const std::uint64_t r = attempt == 0 ? random : Mix64(random + attempt);
-    const std::uint64_t ticket = snap.strategy() == Strategy::kRoundRobin
-                                     ? round_robin_.fetch_add(1, std::memory_order_relaxed)
-                                     : 0;
-    auto choice = snap.Pick(request.model, r, ticket, draw_busy, room);
-    if (!choice) choice = unweighted(r);
+    const auto choice = attempt == 0 && chosen ? first : choose(attempt);
     if (!choice) break;
-    if (attempt == 0 && prefix != nullptr && !overflow && !request.prefix.empty()) {
-      const double limit = busy(*choice) + options.prefix_load_margin;
-      const auto match = prefix->LongestMatch(request.prefix, [&](WorkerKey key) {
-        const auto i = snap.IndexOf(key);
-        return i && snap.Serves(*i, request.model) && snap.TakesNewWork(*i) && room(*i) &&
-               busy(*i) <= limit;
-      });
-      if (match) {
-        const std::size_t i = *snap.IndexOf(match->worker);
-        if (reserve(i)) return picked(i, PickReason::kPrefix);
-      }
-    }
     if (reserve(*choice)) {
       return picked(*choice, overflow ? PickReason::kSessionOverflow : PickReason::kStrategy);
     }

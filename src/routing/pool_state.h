@@ -18,22 +18,26 @@
 //   pool.Tick(clock.Now());
 //
 // How a pick is decided, in this order (every step only among workers that serve the model):
-//   1. session     A request with a session id that is bound to a worker of the snapshot returns
+//   1. prefix      A request with prefix block hashes goes to the worker holding the longest
+//                  recorded prefix (`prefix`) if it takes new work, has room, and its busyness is
+//                  at most `prefix_load_margin` above that of the strategy's choice (which stands
+//                  in for "the least busy eligible worker": the least busy exactly for LeastBusy,
+//                  the less busy of two weighted draws otherwise; an exact minimum would cost
+//                  O(workers) per pick). First, even before a session's binding: the prefix index
+//                  knows where the conversation's cache went, and, unlike the binding, weighs it
+//                  against load (bench/results/peers.md, "Session affinity under load": ahead of
+//                  the binding it kept the KV hits and raised SLO attainment at every load).
+//   2. session     A request with a session id that is bound to a worker of the snapshot returns
 //                  there (reason `session`) if the worker has room; if it has none, the request
 //                  goes where step 3 says for this turn only (`session-overflow`) and the binding
 //                  stays. A session that is not bound, or whose worker left the pool, is
 //                  draining (the autoscaler is removing it) or does not serve the request's
 //                  model, is placed by the consistent-hash table
 //                  (PoolSnapshot::PlaceSession: the first worker with room in its preference
-//                  order, draining workers skipped) and bound there (`session`).
-//   2. prefix      A request with prefix block hashes goes to the worker holding the longest
-//                  recorded prefix (`prefix`) if it takes new work, has room, and its busyness is
-//                  at most `prefix_load_margin` above that of the worker step 3 would choose (the
-//                  strategy's choice stands in for "the least busy eligible worker": the least busy
-//                  exactly for LeastBusy, the less busy of two weighted draws otherwise; an exact
-//                  minimum would cost O(workers) per pick).
+//                  order, draining workers skipped) and bound there (`session`). A turn that
+//                  step 1 placed leaves the binding as it was (or absent).
 //   3. strategy    The snapshot's strategy (PoolSnapshot::Pick) among workers with room
-//                  (`strategy`).
+//                  (`strategy`): step 1's choice when it made one.
 // "Room" is the KV-block budget: a worker whose engine reported its free KV blocks and block
 // size has room for a request of T tokens (prompt plus expected) while free blocks minus the
 // blocks this replica sent it since that scrape are at least ceil(T / block size). A worker with

@@ -324,6 +324,37 @@ TEST_F(PoolStateTest, APrefixMatchWinsWithinTheLoadMargin) {
   EXPECT_EQ(longest.worker().pod, busy.worker().pod);
 }
 
+// A conversation's next turn goes where its prefix went, ahead of the session's binding, unless
+// that worker is too busy; the binding stays for turns the prefix index cannot place.
+TEST_F(PoolStateTest, APrefixMatchGoesAheadOfASessionsBindingWithinTheLoadMargin) {
+  Start(Workers(6), Strategy::kLeastBusy);
+  for (int w = 0; w < 6; ++w) Observe(w, LoadOf(10));
+  const SessionHash alice = SessionHashOf("alice");
+  const PickOutcome bound = Pick({.session = alice});
+  ASSERT_EQ(bound.reason, PickReason::kSession);
+  const int bound_index = bound.worker().pod.back() - '0';
+  // The conversation's prompt went to another worker (without the session: by the strategy).
+  const auto prompt = PrefixHashes("", PromptOf('c', 20), 16);
+  const auto next = PrefixHashes("", PromptOf('c', 20) + PromptOf('d', 4), 16);
+  Observe(bound_index, LoadOf(90));  // the strategy steers clear of the session's worker
+  const PickOutcome first = Pick({.prefix = prompt});
+  ASSERT_NE(first.worker().pod, bound.worker().pod);
+  const int holder_index = first.worker().pod.back() - '0';
+  Observe(bound_index, LoadOf(10));
+  // The next turn, with its prompt: the holder, 0.10 busier than the rest, within the margin.
+  Observe(holder_index, LoadOf(20));
+  const PickOutcome turn = Pick({.session = alice, .prefix = next});
+  EXPECT_EQ(turn.reason, PickReason::kPrefix);
+  EXPECT_EQ(turn.worker().pod, first.worker().pod);
+  // A turn without a prompt still goes to the binding, which the prefix pick left in place.
+  EXPECT_EQ(Where(Pick({.session = alice})), bound.worker().pod);
+  // The holder 0.40 busier than the strategy's choice: the binding decides.
+  Observe(holder_index, LoadOf(50));
+  const PickOutcome busy = Pick({.session = alice, .prefix = next});
+  EXPECT_EQ(busy.reason, PickReason::kSession);
+  EXPECT_EQ(busy.worker().pod, bound.worker().pod);
+}
+
 TEST_F(PoolStateTest, APrefixMatchNeedsRoomAndNoDraining) {
   Start(Workers(3), Strategy::kLeastBusy);
   const auto full = PrefixHashes("", PromptOf('x', 8), 16);
