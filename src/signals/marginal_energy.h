@@ -81,8 +81,15 @@ class MarginalEnergy {
   // costs 10 J; the costliest configuration in ML.ENERGY's data, an 8 x B200 480B model, 34 J).
   static constexpr double kMaxJoulesPerToken = 100;
   // With a profile, a slope outside [kMinProfileFraction, kMaxProfileMultiple] x its marginal is
-  // refused: the profile is a rough figure, not off by an order of magnitude.
-  static constexpr double kMinProfileFraction = 0.1;
+  // refused: the profile is a rough figure, not off by two orders of magnitude below nor one
+  // above. Below, the bound is wide because the profile is a decode figure (ML.ENERGY measures
+  // output tokens) while the slope is per token of either kind, and a prompt token costs far
+  // less (prefill computes thousands a step): on the Azure code trace's prompt-heavy mix the
+  // simulator's H100 measures 0.004 J/token against its profile's 0.081. At a tenth, that slope was
+  // refused and the profile's figure, 20 times the measurement, stood in for it, so JouleWeighted
+  // sent the pool's work to the A100s that measured 0.011 (bench/results/peers.md, before and
+  // after this bound).
+  static constexpr double kMinProfileFraction = 0.01;
   static constexpr double kMaxProfileMultiple = 10;
 
   struct Fit {

@@ -228,9 +228,13 @@ TEST(MarginalEnergy, UnbelievableSlopesAreRefused) {
   EXPECT_FALSE(fit_of(0.7, kH100));
   EXPECT_TRUE(fit_of(0.7, {}));
   EXPECT_TRUE(fit_of(0.6, kH100));
-  // Below a tenth of the profile's.
-  EXPECT_FALSE(fit_of(0.006, kH100));
-  EXPECT_TRUE(fit_of(0.008, kH100));
+  // A twentieth of the H100's profile: what a prompt-heavy mix costs per token, believed.
+  EXPECT_TRUE(fit_of(0.0032, kH100));
+  // Below a hundredth of the profile's, refused (a profile of 1 J/token, so that the watts' rise
+  // alone would allow both slopes).
+  const EnergyProfile costly{.idle_watts = 0, .max_watts = 1000, .max_tokens_per_second = 1000};
+  EXPECT_FALSE(fit_of(0.008, costly));
+  EXPECT_TRUE(fit_of(0.012, costly));
 }
 
 TEST(MarginalEnergy, TheHardCapHoldsWithoutAProfile) {
