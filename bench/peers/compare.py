@@ -111,17 +111,39 @@ def active_jpt(r):
     return (r["joules"] - r["idleJoules"]) / max(1, r["outputTokens"])
 
 
+# Each figure of a run the tables show: its column, its format, how it is read from a run.
+FIGURES = {
+    "J/tok": ("{:.3f}", lambda r: r["joulesPerToken"]),
+    "active J/tok": ("{:.3f}", active_jpt),
+    "mg CO2e/tok": ("{:.4f}", lambda r: 1000 * r["gramsPerToken"]),
+    "TTFT p50 s": ("{:.2f}", lambda r: r["ttftSeconds"]["p50"]),
+    "TTFT p99 s": ("{:.2f}", lambda r: r["ttftSeconds"]["p99"]),
+    "SLO %": ("{:.1f}", lambda r: 100 * r["sloAttainment"]),
+    "KV hit %": ("{:.1f}", lambda r: 100 * r["prefixHitRate"]),
+    "imbalance": ("{:.2f}", lambda r: r["loadImbalance"]),
+    "shed": ("{:.0f}", lambda r: r["shed"] + r["timedOut"]),
+}
+
+
+def header(first, names):
+    """A Markdown table's first two lines: the `first` columns (text), then the figures `names`."""
+    return ["| " + " | ".join(first + names) + " |",
+            "|" + "---|" * len(first) + "---:|" * len(names)]
+
+
+def cells(runs, names):
+    """The figures `names` of `runs`, each the mean over them, formatted."""
+    out = []
+    for name in names:
+        fmt, figure = FIGURES[name]
+        out.append(fmt.format(sum(figure(r) for r in runs) / len(runs)))
+    return out
+
+
 def table(runs):
-    lines = ["| policy | router | J/tok | active J/tok | mg CO2e/tok | TTFT p50 s | TTFT p99 s |"
-             " SLO % | KV hit % | imbalance | shed |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = header(["policy", "router"], list(FIGURES))
     for name, r in runs.items():
-        lines.append(
-            f"| {name} | {r['strategy']} | {r['joulesPerToken']:.3f} | {active_jpt(r):.3f} | "
-            f"{1000 * r['gramsPerToken']:.4f} | {r['ttftSeconds']['p50']:.2f} | "
-            f"{r['ttftSeconds']['p99']:.2f} | {100 * r['sloAttainment']:.1f} | "
-            f"{100 * r['prefixHitRate']:.1f} | {r['loadImbalance']:.2f} | "
-            f"{r['shed'] + r['timedOut']} |")
+        lines.append("| " + " | ".join([name, r["strategy"]] + cells([r], list(FIGURES))) + " |")
     return "\n".join(lines)
 
 
@@ -197,8 +219,8 @@ MARGIN_SEEDS = range(1, 6)
 def margins(binary, workdir, trace_dir, traces, caps):
     """Prefix affinity's loadMargin under the default strategy, each trace at both loads: the mean
     of five seeds (one seed's p99 moves by tens of percent)."""
-    lines = ["| trace | load | loadMargin | KV hit % | TTFT p50 s | TTFT p99 s | SLO % | J/tok |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    names = ["KV hit %", "TTFT p50 s", "TTFT p99 s", "SLO %", "J/tok"]
+    lines = header(["trace", "load", "loadMargin"], names)
     for trace, (example, _) in traces.items():
         def edit(s):
             s["policies"] = [
@@ -212,15 +234,8 @@ def margins(binary, workdir, trace_dir, traces, caps):
                          load * caps[trace], seed=seed) for seed in MARGIN_SEEDS]
             for i, m in enumerate(MARGINS):
                 rs = [runs[f"margin-{i}"] for runs in seeds]
-
-                def mean(f):
-                    return sum(f(r) for r in rs) / len(rs)
-                lines.append(f"| {trace} | {int(load * 100)}% | {m:g} | "
-                             f"{mean(lambda r: 100 * r['prefixHitRate']):.1f} | "
-                             f"{mean(lambda r: r['ttftSeconds']['p50']):.2f} | "
-                             f"{mean(lambda r: r['ttftSeconds']['p99']):.2f} | "
-                             f"{mean(lambda r: 100 * r['sloAttainment']):.1f} | "
-                             f"{mean(lambda r: r['joulesPerToken']):.3f} |")
+                lines.append("| " + " | ".join([trace, f"{int(load * 100)}%", f"{m:g}"] +
+                                               cells(rs, names)) + " |")
     return "\n".join(lines)
 
 
@@ -269,16 +284,14 @@ def sessions(binary, workdir, trace_dir, caps):
              "pool": {"routing": {"strategy": st, "sessionAffinity": {"enabled": on}}}}
             for st in ("JouleWeighted", "LeastBusy") for on in (True, False)]
     path = scenario("two-class.yaml", trace_dir, workdir, "sessions", edit)
-    lines = ["| load | strategy | sessions | KV hit % | TTFT p50 s | TTFT p99 s | SLO % | J/tok | "
-             "shed |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    names = ["KV hit %", "TTFT p50 s", "TTFT p99 s", "SLO %", "J/tok", "shed"]
+    lines = header(["load", "strategy", "sessions"], names)
     for load in OVERLOADS:
         runs = sim(binary, path, workdir, f"sessions-{load}", load * caps["azure-code"])
         for name, r in runs.items():
-            strategy, on = name.rsplit("-", 1)
-            lines.append(f"| {int(load * 100)}% | {r['strategy']} | {on} | "
-                         f"{100 * r['prefixHitRate']:.1f} | {r['ttftSeconds']['p50']:.2f} | "
-                         f"{r['ttftSeconds']['p99']:.2f} | {100 * r['sloAttainment']:.1f} | "
-                         f"{r['joulesPerToken']:.3f} | {r['shed'] + r['timedOut']} |")
+            on = name.rsplit("-", 1)[1]
+            lines.append("| " + " | ".join([f"{int(load * 100)}%", r["strategy"], on] +
+                                           cells([r], names)) + " |")
     return "\n".join(lines)
 
 

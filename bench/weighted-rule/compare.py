@@ -5,7 +5,6 @@ change with the seed; one seed's p99 moves by tens of percent).
   compare.py EOC_SIM WORKDIR      (bench/weighted-rule/run calls it)"""
 import json
 import os
-import statistics
 import subprocess
 import sys
 
@@ -20,15 +19,7 @@ TRACES = {"azure-code": ("two-class.yaml", 4.0), "mooncake": ("mooncake.yaml", 1
 STRATEGIES = [("joules", "JouleWeighted"), ("carbon", "CarbonWeighted"),
               ("latency", "LatencyWeighted"), ("least-busy", "LeastBusy")]
 SEEDS = range(1, 6)
-FIGURES = {  # column: (format, figure of one run)
-    "J/tok": ("{:.3f}", lambda r: r["joulesPerToken"]),
-    "active J/tok": ("{:.3f}", peers.active_jpt),
-    "mg CO2e/tok": ("{:.4f}", lambda r: 1000 * r["gramsPerToken"]),
-    "TTFT p50 s": ("{:.2f}", lambda r: r["ttftSeconds"]["p50"]),
-    "TTFT p99 s": ("{:.2f}", lambda r: r["ttftSeconds"]["p99"]),
-    "SLO %": ("{:.1f}", lambda r: 100 * r["sloAttainment"]),
-    "KV hit %": ("{:.1f}", lambda r: 100 * r["prefixHitRate"]),
-}
+NAMES = ["J/tok", "active J/tok", "mg CO2e/tok", "TTFT p50 s", "TTFT p99 s", "SLO %", "KV hit %"]
 
 
 def main():
@@ -42,8 +33,7 @@ def main():
             print(f"## {trace}, {int(load * 100)}% of capacity (rate scale {load * capacity:g}), "
                   f"means of seeds {SEEDS.start} to {SEEDS.stop - 1}")
             print()
-            print("| strategy | rule | " + " | ".join(FIGURES) + " |")
-            print("|---|---|" + "---:|" * len(FIGURES))
+            print("\n".join(peers.header(["strategy", "rule"], NAMES)))
             runs = {}  # (strategy, rule) -> the runs of every seed
             for rule, env in RULES.items():
                 for seed in SEEDS:
@@ -57,10 +47,8 @@ def main():
                                 continue  # LeastBusy draws no weights: one row
                             runs.setdefault((r["strategy"], rule), []).append(r)
             for (strategy, rule), rs in sorted(runs.items(), key=lambda x: x[0][0]):
-                cells = [fmt.format(statistics.mean(f(r) for r in rs))
-                         for fmt, f in FIGURES.values()]
-                print(f"| {strategy} | {rule if strategy != 'LeastBusy' else '-'} | "
-                      + " | ".join(cells) + " |")
+                shown = rule if strategy != "LeastBusy" else "-"
+                print("| " + " | ".join([strategy, shown] + peers.cells(rs, NAMES)) + " |")
             print()
 
 
