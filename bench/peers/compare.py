@@ -122,7 +122,12 @@ FIGURES = {
     "KV hit %": ("{:.1f}", lambda r: 100 * r["prefixHitRate"]),
     "imbalance": ("{:.2f}", lambda r: r["loadImbalance"]),
     "shed": ("{:.0f}", lambda r: r["shed"] + r["timedOut"]),
+    "scale events": ("{:.0f}", lambda r: r["scaleUps"] + r["scaleDowns"]),
 }
+
+
+def mean_of(runs, key):
+    return sum(r[key] for r in runs) / len(runs)
 
 
 def header(first, names):
@@ -295,14 +300,22 @@ def sessions(binary, workdir, trace_dir, caps):
     return "\n".join(lines)
 
 
+AUTOSCALE_SEEDS = range(1, 4)
+TARGETS = [4, 8]  # our target swept between Ray's default (2) and ours (16), other fields ours
+
+
 def autoscaling(binary, workdir, trace_dir):
+    """Each autoscaling policy's runs over AUTOSCALE_SEEDS, and the fixed fleet's at the peak."""
+    delays = {"upscaleDelaySeconds": 30, "downscaleDelaySeconds": 600, "lookBackPeriodSeconds": 30}
+
     def edit(s):
         s["policies"] = [
-            {"name": "ours-defaults", "pool": {"routing": {"strategy": "LeastBusy"},
-                                               "autoscaling": {"targetOngoingRequests": 16,
-                                                               "upscaleDelaySeconds": 30,
-                                                               "downscaleDelaySeconds": 600,
-                                                               "lookBackPeriodSeconds": 30}}},
+            {"name": "ours-defaults",
+             "pool": {"routing": {"strategy": "LeastBusy"},
+                      "autoscaling": {"targetOngoingRequests": 16, **delays}}},
+            *[{"name": f"ours-target-{t}",
+               "pool": {"routing": {"strategy": "LeastBusy"},
+                        "autoscaling": {"targetOngoingRequests": t, **delays}}} for t in TARGETS],
             {"name": "ours-example", "pool": {"routing": {"strategy": "LeastBusy"}}},
             # Ray Serve's AutoscalingConfig defaults (ray.serve.config, Ray 2.32 and later):
             # target_ongoing_requests 2, upscale_delay_s 30, downscale_delay_s 600,
@@ -310,17 +323,20 @@ def autoscaling(binary, workdir, trace_dir):
             {"name": "ray-defaults", "pool": {"routing": {"strategy": "LeastBusy"},
                                               "metrics": {"intervalSeconds": 10},
                                               "autoscaling": {"targetOngoingRequests": 2,
-                                                              "upscaleDelaySeconds": 30,
-                                                              "downscaleDelaySeconds": 600,
-                                                              "lookBackPeriodSeconds": 30}}},
+                                                              **delays}}},
         ]
     path = scenario("autoscale.yaml", trace_dir, workdir, "autoscale", edit)
-    runs = sim(binary, path, workdir, "autoscale")
     with open(path) as f:
         base = yaml.safe_load(f)
-    scaled = runs["ours-example"]
-    cols = scaled["samples"]["columns"]
-    peak = max(int(row[cols.index("replicas")]) for row in scaled["samples"]["rows"])
+    runs = {}  # policy -> its runs, one per seed
+    peak = 0
+    for seed in AUTOSCALE_SEEDS:
+        for name, r in sim(binary, path, workdir, f"autoscale-{seed}", seed=seed).items():
+            runs.setdefault(name, []).append(r)
+            if name == "ours-example":
+                cols = r["samples"]["columns"]
+                peak = max(peak, *(int(row[cols.index("replicas")])
+                                   for row in r["samples"]["rows"]))
 
     def fixed(s):
         s["fleet"][0]["replicas"] = peak
@@ -328,7 +344,9 @@ def autoscaling(binary, workdir, trace_dir):
         s["pool"].pop("autoscaling", None)
         s["policies"] = [{"name": "peak-fleet", "pool": {"routing": {"strategy": "LeastBusy"}}}]
     path = scenario("autoscale.yaml", trace_dir, workdir, "peak", fixed)
-    runs.update(sim(binary, path, workdir, "peak"))
+    for seed in AUTOSCALE_SEEDS:
+        for name, r in sim(binary, path, workdir, f"peak-{seed}", seed=seed).items():
+            runs.setdefault(name, []).append(r)
     return base, peak, runs
 
 
@@ -410,20 +428,22 @@ def main():
     w("")
     w(f"`examples/sim/autoscale.yaml` (H100s in one zone, rate scale "
       f"{base['trace'].get('rateScale', 1)}, min {base['pool']['autoscaling']['minReplicas']}, "
-      f"max {base['pool']['autoscaling']['maxReplicas']} replicas). `ours-example` is the "
-      f"example's own tuning, `ours-defaults` the CRD's defaults, `ray-defaults` Ray Serve's "
-      f"defaults; `peak-fleet` is a fixed fleet of {peak} replicas, the most `ours-example` "
-      f"reached.")
+      f"max {base['pool']['autoscaling']['maxReplicas']} replicas), each figure the mean of seeds "
+      f"{AUTOSCALE_SEEDS.start} to {AUTOSCALE_SEEDS.stop - 1}. `ours-defaults` is the CRD's "
+      f"defaults (target 16 ongoing requests a replica, upscale delay 30 s, downscale delay "
+      f"600 s, look-back 30 s), `ours-target-N` the same with target N, `ours-example` the "
+      f"example's own tuning (target 8, delays 10 s and 120 s), `ray-defaults` Ray Serve's "
+      f"defaults (target 2, the same delays, metrics every 10 s); `peak-fleet` is a fixed fleet "
+      f"of {peak} replicas, the most `ours-example` reached.")
     w("")
-    w("| policy | replica-seconds | saved vs peak fleet | SLO % | TTFT p50 s | TTFT p99 s | "
-      "J/tok | scale events | shed |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    fixed_rs = auto["peak-fleet"]["replicaSeconds"]
-    for name, r in auto.items():
-        w(f"| {name} | {r['replicaSeconds']:.0f} | {pct_less(r['replicaSeconds'], fixed_rs):.1f}% | "
-          f"{100 * r['sloAttainment']:.1f} | {r['ttftSeconds']['p50']:.2f} | "
-          f"{r['ttftSeconds']['p99']:.2f} | {r['joulesPerToken']:.3f} | "
-          f"{r['scaleUps'] + r['scaleDowns']} | {r['shed'] + r['timedOut']} |")
+    names = ["SLO %", "TTFT p50 s", "TTFT p99 s", "J/tok", "scale events", "shed"]
+    w("\n".join(header(["policy", "replica-seconds", "saved vs peak fleet"], names)))
+    fixed_rs = mean_of(auto["peak-fleet"], "replicaSeconds")
+    for name, rs in auto.items():
+        replica_seconds = mean_of(rs, "replicaSeconds")
+        w("| " + " | ".join([name, f"{replica_seconds:.0f}",
+                             f"{pct_less(replica_seconds, fixed_rs):.1f}%"] + cells(rs, names))
+          + " |")
     w("")
     with open(a.out, "a") as f:
         f.write("\n".join(out) + "\n")
