@@ -217,17 +217,8 @@ std::optional<BaselineSpec> ReadBaseline(const json* object, const ObjectReader&
              "evictionIntervalSeconds", "maxTreeSize", "queueWeight", "kvCacheUtilizationWeight",
              "prefixCacheWeight", "maxPrefixTokens", "lruCapacityTokens", "metricsRefreshSeconds"},
             errors);
-  std::string kind;
-  if (!b.Require("kind") || !b.String("kind", kind, kText)) return std::nullopt;
-  const std::optional<BaselineKind> k = EnumNamed(kind, kBaselineKindNames);
-  if (!k) {
-    std::string known;
-    for (const auto& n : kBaselineKindNames)
-      known += (known.empty() ? "" : ", ") + std::string(n.name);
-    b.Error("kind", "must be one of " + known + ", got \"" + kind + "\"");
-    return std::nullopt;
-  }
-  BaselineSpec spec{.kind = *k};
+  BaselineSpec spec;
+  if (!b.Require("kind") || !b.Enum("kind", spec.kind, kBaselineKindNames)) return std::nullopt;
   CacheAwareParams& c = spec.cache_aware;  // the SGLang router's flags, by their scenario names
   b.Number("cacheThreshold", c.cache_threshold, {.min = 0, .max = 1});
   b.Int("balanceAbsThreshold", c.balance_abs_threshold, {.min = 0, .max = 1 << 30});
