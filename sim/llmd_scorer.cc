@@ -2,46 +2,22 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <list>
 #include <unordered_map>
 #include <vector>
+
+#include "common/lru_map.h"
+#include "common/mix64.h"
 
 namespace eoc::sim {
 namespace {
 
 // How often the indexer drops the servers that left (the extension's PodActiveCheckInterval).
 constexpr double kPodActiveCheckSeconds = 120;
+// SplitMix64's increment (the golden ratio in 64 bits): Mix64 of a counter stepped by it.
+constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 
-// One server's share of the indexer: block hashes, most recently sent first.
-class BlockLru {
- public:
-  bool Contains(std::uint64_t block) const { return where_.contains(block); }
-
-  void Add(std::uint64_t block, std::size_t capacity) {
-    if (const auto it = where_.find(block); it != where_.end()) {
-      order_.splice(order_.begin(), order_, it->second);
-      return;
-    }
-    order_.push_front(block);
-    where_[block] = order_.begin();
-    while (order_.size() > capacity) {
-      where_.erase(order_.back());
-      order_.pop_back();
-    }
-  }
-
- private:
-  std::list<std::uint64_t> order_;
-  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where_;
-};
-
-// A splitmix64 stream from one random word: the picker's tie draws.
-std::uint64_t Next(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31U);
-}
+// One server's share of the indexer: the block hashes sent to it, most recently sent first.
+using BlockLru = LruMap<std::uint64_t, bool>;
 
 class LlmdScorer final : public BaselineRouter {
  public:
@@ -66,7 +42,7 @@ class LlmdScorer final : public BaselineRouter {
     std::size_t chosen = 0;
     double best = -1;
     std::uint64_t ties = 0;
-    std::uint64_t stream = random;
+    std::uint64_t stream = random;  // splitmix64: the picker's tie draws
     for (std::size_t i = 0; i < workers.size(); ++i) {
       const RouterWorker& w = workers[i];
       const double queue = high->waiting == low->waiting
@@ -83,7 +59,7 @@ class LlmdScorer final : public BaselineRouter {
         chosen = i;
         best = score;
         ties = 1;
-      } else if (score == best && Next(stream) % ++ties == 0) {  // each tied one equally likely
+      } else if (score == best && Mix64(stream += kGolden) % ++ties == 0) {  // each equally likely
         chosen = i;
       }
     }
@@ -93,8 +69,9 @@ class LlmdScorer final : public BaselineRouter {
                                                                          : kDefaultCapacityTokens;
     const auto capacity =
         static_cast<std::size_t>(std::max<std::int64_t>(1, capacity_tokens / block_tokens_));
-    BlockLru& lru = indexer_[target.id];
-    for (const std::uint64_t block : blocks) lru.Add(block, capacity);
+    BlockLru& lru = indexer_.try_emplace(target.id, capacity).first->second;
+    lru.SetCapacity(capacity);
+    for (const std::uint64_t block : blocks) lru.Put(block, true);
     return chosen;
   }
 
@@ -115,7 +92,7 @@ class LlmdScorer final : public BaselineRouter {
     const auto it = indexer_.find(id);
     if (it == indexer_.end()) return 0;
     std::size_t n = 0;
-    while (n < blocks.size() && it->second.Contains(blocks[n])) ++n;
+    while (n < blocks.size() && it->second.Find(blocks[n]) != nullptr) ++n;
     return n;
   }
 
