@@ -285,14 +285,12 @@ void Run::Route(std::size_t i) {
   // A peer's router knows the pods its endpoints list (ready, and not yet being removed: a drained
   // pod has left them), its own requests in flight to each, and (for those that read them) the
   // engines' metrics.
-  std::vector<std::size_t> ready;
-  std::vector<RouterWorker> views;
+  std::vector<RouterWorker> views;  // id: the worker's index
+  router_readings_.resize(workers_.size());
   for (const routing::Worker& w : members_.workers) {
     const std::size_t index = by_key_.at(w.key);
     if (workers_[index]->draining) continue;
-    ready.push_back(index);
     // A router that reads the engines' metrics re-reads them at its refresh interval.
-    if (router_readings_.size() <= index) router_readings_.resize(workers_.size());
     RouterReading& seen = router_readings_[index];
     if (seen.at < 0 || now_ - seen.at >= policy_.baseline->scorer.metrics_refresh_seconds) {
       seen = {.at = now_, .figures = workers_[index]->figures()};
@@ -304,13 +302,13 @@ void Run::Route(std::size_t i) {
          .kv_cache_usage = seen.figures.kv_cache_usage,
          .kv_capacity_tokens = seen.figures.kv_blocks_total * seen.figures.kv_block_tokens});
   }
-  if (ready.empty()) {
+  if (views.empty()) {
     Resolve(i, Outcome::kShed, "no-worker");
     return;
   }
   const std::size_t chosen = baseline_->Choose(trace_.requests[i], views, rng_());
-  ++report_.pick_reasons[std::string(ToString(policy_.baseline->kind))];
-  Dispatch(i, ready.at(chosen));
+  ++report_.pick_reasons[report_.strategy];  // the baseline's kind
+  Dispatch(i, views.at(chosen).id);
 }
 
 void Run::OnPicked(std::size_t i, const routing::PickOutcome& out) {
