@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -73,7 +74,12 @@ class CacheAware final : public BaselineRouter {
         return std::none_of(workers.begin(), workers.end(),
                             [&](const RouterWorker& w) { return w.id == entry.first; });
       });
-      for (auto& [id, tree] : trees_) Evict(tree);
+      // Each tree cut to max_tree_size, least recently used first.
+      const auto max = static_cast<std::size_t>(std::max<std::int64_t>(0, p_.max_tree_size));
+      for (auto& [id, tree] : trees_) {
+        tree.SetCapacity(max);
+        tree.SetCapacity(kUnbounded);  // between evictions a tree grows as it will
+      }
       last_eviction_ = now;
     }
     const auto [low, high] = std::minmax_element(
@@ -89,13 +95,13 @@ class CacheAware final : public BaselineRouter {
       std::size_t best_match = 0;
       std::size_t smallest = 0;
       for (std::size_t i = 0; i < workers.size(); ++i) {
-        const Tree& tree = trees_[workers[i].id];
-        const std::size_t match = Matched(tree, request.prefix_blocks);
+        const BlockLru& tree = TreeOf(workers[i].id);
+        const std::size_t match = LeadingBlocksHeld(tree, request.prefix_blocks);
         if (match > best_match) {
           best = i;
           best_match = match;
         }
-        if (tree.size() < trees_[workers[smallest].id].size()) smallest = i;
+        if (tree.Size() < TreeOf(workers[smallest].id).Size()) smallest = i;
       }
       const double rate = static_cast<double>(best_match) * block_tokens_ /
                           std::max(1.0, static_cast<double>(request.prompt_tokens));
@@ -103,43 +109,30 @@ class CacheAware final : public BaselineRouter {
     }
     // The prompt's blocks are now the tree's most recently used, its first block the newest: as
     // in a radix tree, whose leaves (a prompt's tail) go before the nodes above them.
-    Tree& tree = trees_[workers[chosen].id];
+    BlockLru& tree = TreeOf(workers[chosen].id);
     const std::vector<std::uint64_t>& blocks = request.prefix_blocks;
-    for (std::size_t k = blocks.size(); k-- > 0;) tree[blocks[k]] = ++tick_;
+    for (std::size_t k = blocks.size(); k-- > 0;) tree.Put(blocks[k], true);
     return chosen;
   }
 
  private:
-  using Tree = std::unordered_map<std::uint64_t, std::uint64_t>;  // block -> tick last used
+  static constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 
-  // The leading blocks of `blocks` the tree holds: chained hashes, so each names its whole prefix.
-  static std::size_t Matched(const Tree& tree, const std::vector<std::uint64_t>& blocks) {
-    std::size_t n = 0;
-    while (n < blocks.size() && tree.contains(blocks[n])) ++n;
-    return n;
-  }
-
-  // The tree cut to max_tree_size, least recently used first.
-  void Evict(Tree& tree) const {
-    const auto max = static_cast<std::size_t>(std::max<std::int64_t>(0, p_.max_tree_size));
-    if (tree.size() <= max) return;
-    std::vector<std::uint64_t> used;  // ticks are distinct: exactly the oldest go
-    used.reserve(tree.size());
-    for (const auto& [block, tick] : tree) used.push_back(tick);
-    const auto cut = used.begin() + static_cast<std::ptrdiff_t>(tree.size() - max - 1);
-    std::nth_element(used.begin(), cut, used.end());
-    const std::uint64_t newest_evicted = *cut;
-    std::erase_if(tree, [&](const auto& entry) { return entry.second <= newest_evicted; });
-  }
+  BlockLru& TreeOf(std::uint64_t id) { return trees_.try_emplace(id, kUnbounded).first->second; }
 
   CacheAwareParams p_;
   double block_tokens_;
   double last_eviction_ = 0;
-  std::uint64_t tick_ = 0;                         // orders every use of a block
-  std::unordered_map<std::uint64_t, Tree> trees_;  // by RouterWorker::id
+  std::unordered_map<std::uint64_t, BlockLru> trees_;  // by RouterWorker::id
 };
 
 }  // namespace
+
+std::size_t LeadingBlocksHeld(const BlockLru& held, std::span<const std::uint64_t> blocks) {
+  std::size_t n = 0;
+  while (n < blocks.size() && held.Find(blocks[n]) != nullptr) ++n;
+  return n;
+}
 
 std::unique_ptr<BaselineRouter> MakeBaseline(const BaselineSpec& spec) {
   switch (spec.kind) {

@@ -57,6 +57,7 @@
 #include <string_view>
 
 #include "common/enum_name.h"
+#include "common/lru_map.h"
 #include "sim/trace.h"
 
 namespace eoc::sim {
@@ -137,5 +138,11 @@ class BaselineRouter {
 };
 
 std::unique_ptr<BaselineRouter> MakeBaseline(const BaselineSpec& spec);
+
+// The prompt blocks a cache-aware baseline remembers sent to one worker, most recently used first.
+using BlockLru = LruMap<std::uint64_t, bool>;
+// How many of `blocks`, from the first, `held` holds: the blocks are chained hashes, so each
+// names its whole prefix.
+std::size_t LeadingBlocksHeld(const BlockLru& held, std::span<const std::uint64_t> blocks);
 
 }  // namespace eoc::sim

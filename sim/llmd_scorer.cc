@@ -5,7 +5,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/lru_map.h"
 #include "common/mix64.h"
 
 namespace eoc::sim {
@@ -15,9 +14,6 @@ namespace {
 constexpr double kPodActiveCheckSeconds = 120;
 // SplitMix64's increment (the golden ratio in 64 bits): Mix64 of a counter stepped by it.
 constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-
-// One server's share of the indexer: the block hashes sent to it, most recently sent first.
-using BlockLru = LruMap<std::uint64_t, bool>;
 
 class LlmdScorer final : public BaselineRouter {
  public:
@@ -90,16 +86,13 @@ class LlmdScorer final : public BaselineRouter {
   // The leading blocks the indexer says were sent to server `id`.
   std::size_t Matched(std::uint64_t id, std::span<const std::uint64_t> blocks) const {
     const auto it = indexer_.find(id);
-    if (it == indexer_.end()) return 0;
-    std::size_t n = 0;
-    while (n < blocks.size() && it->second.Find(blocks[n]) != nullptr) ++n;
-    return n;
+    return it == indexer_.end() ? 0 : LeadingBlocksHeld(it->second, blocks);
   }
 
   ScorerParams p_;
   std::int64_t block_tokens_;
   double last_cleanup_ = 0;
-  std::unordered_map<std::uint64_t, BlockLru> indexer_;  // by RouterWorker::id
+  std::unordered_map<std::uint64_t, BlockLru> indexer_;  // by RouterWorker::id: one per server
 };
 
 }  // namespace
