@@ -12,9 +12,9 @@ LeastBusy sheds nothing and keeps the median TTFT within the SLO), and every pol
 80% of it. The autoscaling comparison runs examples/sim/autoscale.yaml.
 """
 import argparse
-import copy
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -95,6 +95,8 @@ def sim(binary, path, workdir, tag, scale=None, policy=None, seed=None):
 
 
 def capacity(binary, path, workdir, slo_ttft, steps):
+    """A scenario's capacity: the highest of the rising rate scales `steps`, up to the first that
+    fails, at which LeastBusy sheds nothing and keeps the median TTFT within `slo_ttft`."""
     best = None
     for scale in steps:
         r = sim(binary, path, workdir, "capacity", scale, "least-busy")["least-busy"]
@@ -247,7 +249,6 @@ def margins(binary, workdir, trace_dir, traces, caps):
 def misses(binary, workdir):
     """A stream of cache misses (every prompt new) on the two-class fleet: how each router with
     prefix awareness spreads it (the issue's herding case; reported, not asserted)."""
-    import random
     rng = random.Random(7)
     trace = os.path.join(workdir, "misses.jsonl")
     with open(trace, "w") as f:
