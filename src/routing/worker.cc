@@ -16,8 +16,8 @@ bool Serves(const Capability& capability, std::string_view model) {
 
 double Busyness(const Load& load, double picks_since_scrape, std::int32_t max_concurrency) {
   const double count = std::max(0.0, load.running + load.waiting + picks_since_scrape);
-  if (max_concurrency > 0) return count / max_concurrency;
-  return std::max(count / kDefaultMaxConcurrency, std::clamp(load.kv_cache_usage, 0.0, 1.0));
+  const double limit = max_concurrency > 0 ? max_concurrency : kDefaultMaxConcurrency;
+  return std::max(count / limit, std::clamp(load.kv_cache_usage, 0.0, 1.0));
 }
 
 double MarginalJoulesPerToken(const Load& load, const EnergyProfile& profile) {

@@ -92,10 +92,10 @@ inline constexpr double kJoulesPerKwh = 3.6e6;
 // (any model). An empty `model` (the pick did not say) is served by every worker.
 bool Serves(const Capability& capability, std::string_view model);
 
-// (running + waiting + picks this replica sent since the last scrape) / max concurrency: 0 idle,
-// 1 and more saturated. With max_concurrency <= 0 (unknown) the count is divided by
-// kDefaultMaxConcurrency, and the KV-cache use stands in when it is higher (an engine whose cache
-// is full is saturated whatever its count).
+// (running + waiting + picks this replica sent since the last scrape) / max concurrency, or the
+// KV-cache use when it is higher (an engine whose cache is full is saturated whatever its count:
+// long prompts fill it long before the engine's sequence limit): 0 idle, 1 and more saturated.
+// With max_concurrency <= 0 (unknown) the count is divided by kDefaultMaxConcurrency.
 double Busyness(const Load& load, double picks_since_scrape, std::int32_t max_concurrency);
 
 // The energy of one more token (prompt or generated): the load's online estimate when it has one,

@@ -8,7 +8,8 @@
 //   cell.Observe(load, &mark, next_epoch);     // its answer (PoolState serialises these)
 //   if (cell.HasRoom(tokens, budget)) ...      // the KV-block budget (PoolState's "room")
 //   if (cell.Reserve(tokens, budget, hook)) ...  // takes the pick and its blocks, or nothing
-//   cell.Busyness(max_concurrency)            // scraped running + waiting + picks since
+//   cell.Busyness(max_concurrency)            // scraped running + waiting + picks since, or
+//                                              // the KV use with their blocks when higher
 #pragma once
 
 #include <atomic>
@@ -31,16 +32,18 @@ struct ScrapeMark {
 
 // Cache-line aligned: each pick writes one worker's cell.
 struct alignas(64) WorkerCell {
-  std::atomic<double> queued{0};            // running + waiting, as scraped
-  std::atomic<double> kv_cache_usage{0};    // 0..1, as scraped
-  std::atomic<std::int32_t> block_size{0};  // 0: no KV data (the budget ignores the worker)
-  std::atomic<std::int64_t> picks{0};       // picks sent since the scrape
+  std::atomic<double> queued{0};                 // running + waiting, as scraped
+  std::atomic<double> kv_cache_usage{0};         // 0..1, as scraped
+  std::atomic<std::int32_t> block_size{0};       // 0: no KV data (the budget ignores the worker)
+  std::atomic<std::int64_t> kv_blocks_total{0};  // as scraped; 0 with block_size
+  std::atomic<std::int64_t> picks{0};            // picks sent since the scrape
   // The KV budget in one word, so that a scrape replaces both halves at once and a reservation
   // swaps both (a scrape landing mid-reservation makes it try again against the new free blocks):
   // free blocks as scraped in the high 32 bits, saturating at 2^32 - 1 (4 billion blocks, beyond
   // any engine); the blocks this replica's picks since that scrape need in the low 32. A
   // reservation succeeds only while sent + need <= free, so sent never passes free and never
-  // carries into the high half. The block size stays apart: an engine setting, fixed while the
+  // carries into the high half. With the budget off the blocks are still counted (Busyness reads
+  // them), up to the free blocks. The block size stays apart: an engine setting, fixed while the
   // pod lives.
   std::atomic<std::uint64_t> kv_budget{0};
   static constexpr std::uint64_t kHalf = 0xFFFF'FFFF;
@@ -74,10 +77,17 @@ struct alignas(64) WorkerCell {
   bool HasRoom(std::int64_t tokens, bool budget) const;
   // Takes the pick (and its blocks, if the budget allows them); false, with nothing taken, when
   // the budget does not. `hook`: PoolState::SetReserveHookForTesting's, called between reading the
-  // budget and swapping it. Without the budget, blocks are not counted: nothing reads them.
+  // budget and swapping it. Without the budget, the pick always goes and its blocks are counted
+  // as far as the free blocks reach.
   bool Reserve(std::int64_t tokens, bool budget, const std::function<void()>& hook);
-  // routing::Busyness of the scraped load and the picks since, each pick counted `pick_scale`
-  // times (PoolSnapshot::pick_scale).
+  // The KV cache's use once the picks since the scrape arrive: the scraped use plus the blocks
+  // they need over the engine's total, those blocks counted `pick_scale` times; the scraped use
+  // alone without KV data. A scrape shows a long prompt's blocks only after its fetch: between
+  // scrapes, a worker that was just sent a 30,000-token prompt is not as free as the page says.
+  double ProjectedKvUsage(double pick_scale = 1.0) const;
+  // routing::Busyness of the scraped load and the picks since (their count and, through
+  // ProjectedKvUsage, their blocks), each pick counted `pick_scale` times
+  // (PoolSnapshot::pick_scale).
   double Busyness(std::int32_t max_concurrency, double pick_scale = 1.0) const;
 };
 

@@ -99,6 +99,36 @@ TEST_F(PoolStateTest, LeastBusyCountsThisReplicasPicksSinceTheScrape) {
   EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.17);
 }
 
+// A long prompt fills a worker's KV cache long before its sequence count: its blocks count
+// against the worker at once, as its pick does, with the budget on or off.
+TEST_F(PoolStateTest, LeastBusyCountsTheKvBlocksOfThePicksSinceTheScrape) {
+  for (const bool budget : {true, false}) {
+    SCOPED_TRACE(budget ? "budget on" : "budget off");
+    PoolState::Options options = DefaultOptions();
+    options.kv_block_budget = budget;
+    Start(Workers(2), Strategy::kLeastBusy, options);
+    Observe(0, LoadOf(10));
+    Observe(1, LoadOf(20));
+    // 640,000 tokens are 40,000 of worker 0's 100,000 blocks: 0.4 of its cache, where its count
+    // (11 of 100) says 0.11 and worker 1's says 0.2.
+    EXPECT_EQ(Where(Pick({.prompt_tokens = 639'940})), PodOf(0));
+    EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.4);
+    EXPECT_EQ(Where(Pick({})), PodOf(1));
+    // The next scrape shows what the engine holds; the blocks since start again from none.
+    Observe(0, LoadOf(11, 60'000));
+    EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(0)), 0.11);
+    // A worker whose cache has too few free blocks: the budget sends the prompt elsewhere; without
+    // it the prompt goes, its blocks counted as far as the free ones reach, and the cache reads
+    // full.
+    Observe(0, LoadOf(96));
+    Load nearly_full = LoadOf(20, 5'000);
+    nearly_full.kv_cache_usage = 0.95;
+    Observe(1, nearly_full);
+    EXPECT_EQ(Where(Pick({.prompt_tokens = 639'940})), budget ? PodOf(0) : PodOf(1));
+    EXPECT_DOUBLE_EQ(*state_->Busyness(KeyOf(1)), budget ? 0.95 : 1.0);
+  }
+}
+
 TEST_F(PoolStateTest, LoadsAreTheLastScrapesAndThePicksSince) {
   Start(Workers(2), Strategy::kLeastBusy);
   Observe(0, LoadOf(10));

@@ -25,15 +25,18 @@ TEST(WorkerTest, BusynessCountsPicksSinceTheScrape) {
   EXPECT_DOUBLE_EQ(Busyness(Load{}, 0, 16), 0.0);
 }
 
-TEST(WorkerTest, BusynessWithUnknownConcurrencyUsesTheDefaultOrTheKvCache) {
+TEST(WorkerTest, BusynessIsTheCountOrTheKvCacheWhicheverIsFuller) {
   Load load{.running = 64, .kv_cache_usage = 0.1};
-  EXPECT_DOUBLE_EQ(Busyness(load, 0, 0), 64.0 / kDefaultMaxConcurrency);
-  load.kv_cache_usage = 0.9;  // the cache fills before the count says so
+  EXPECT_DOUBLE_EQ(Busyness(load, 0, 0), 64.0 / kDefaultMaxConcurrency);  // unknown concurrency
+  EXPECT_DOUBLE_EQ(Busyness(load, 0, 128), 0.5);
+  load.kv_cache_usage = 0.9;  // long prompts: the cache fills before the count says so
   EXPECT_DOUBLE_EQ(Busyness(load, 0, 0), 0.9);
+  EXPECT_DOUBLE_EQ(Busyness(load, 0, 128), 0.9);
   load.kv_cache_usage = 1.0;
   EXPECT_GE(Busyness(load, 0, 0), 1.0);
-  // A known concurrency is the measure; the cache does not enter.
-  EXPECT_DOUBLE_EQ(Busyness(load, 0, 128), 0.5);
+  EXPECT_GE(Busyness(load, 0, 128), 1.0);
+  load.kv_cache_usage = 7;  // a stray figure is read as full, not as seven workers' worth
+  EXPECT_DOUBLE_EQ(Busyness(load, 0, 128), 1.0);
 }
 
 TEST(WorkerTest, ProfileGivesTheMarginalEnergyUntilTheLoadEstimatesIt) {
