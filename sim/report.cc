@@ -87,6 +87,7 @@ json ToJson(const RunReport& r, bool samples) {
               {"prefixHitRate", r.prefix_hit_rate},
               {"preemptions", r.preemptions},
               {"loadImbalance", r.load_imbalance},
+              {"capacityImbalance", r.capacity_imbalance},
               {"classes", std::move(classes)}};
   if (samples) {
     json series = json::array();

@@ -17,6 +17,12 @@
 //   grams      each joule at its worker's zone's intensity at that moment (J / 3.6e6 x g/kWh)
 //   imbalance  each second, over the ready workers, max over mean of their requests in flight
 //              (running and queued in the engine), averaged over the seconds whose mean is > 0
+//   capacity imbalance
+//              the same with each worker's requests in flight over its capacity, its KV cache in
+//              tokens (every request in flight holds some of it; the sequence limit is the same
+//              on every class): the most loaded worker's share of the load over its share of the
+//              capacity. 1 when every worker carries in proportion to what it can hold; equal to
+//              `imbalance` on a fleet of one class
 //   prefix hit the prompt tokens the engines found in their prefix caches, over those they looked
 //   up
 #pragma once
@@ -98,7 +104,8 @@ struct RunReport {
   double grams_per_token = 0;
   double prefix_hit_rate = 0;  // 0..1
   std::int64_t preemptions = 0;
-  double load_imbalance = 0;  // mean of max/mean in flight (1: even)
+  double load_imbalance = 0;      // mean of max/mean in flight (1: even)
+  double capacity_imbalance = 0;  // the same, each worker's in flight over its capacity
   std::map<std::string, ClassFigures> classes;
   double sample_seconds = 10;
   std::vector<Sample> samples;

@@ -66,6 +66,9 @@ class SimWorker {
   // longer in flight.
   std::vector<std::uint64_t> TakeRefused();
   std::int64_t in_flight() const { return in_flight_; }
+  // What it can hold, for the capacity-weighted imbalance: its KV cache, in tokens (> 0: the
+  // engine's parameters are checked).
+  double capacity() const { return static_cast<double>(spec_.engine.kv_capacity_tokens); }
 
   // The energy and carbon drawn up to `now` (counted as far as `now` first).
   void Settle(double now);

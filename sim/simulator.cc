@@ -157,6 +157,7 @@ class Run {
   double next_sample_ = 0;
   double next_progress_ = 60;
   double imbalance_sum_ = 0;
+  double capacity_imbalance_sum_ = 0;
   std::int64_t imbalance_n_ = 0;
   std::vector<double> ttft_;
   std::vector<double> tpot_;
@@ -571,19 +572,25 @@ void Run::Tick() {
   Lead();
   Autoscale();
   Drain();
-  // Imbalance over the ready workers' requests in flight.
+  // Imbalance over the ready workers' requests in flight, by count and by capacity.
   std::int64_t sum = 0;
   std::int64_t most = 0;
   std::int64_t n = 0;
+  double capacity = 0;
+  double most_per_capacity = 0;
   for (const auto& w : workers_) {
     if (w->gone() || !w->ready() || w->draining) continue;
     sum += w->in_flight();
     most = std::max(most, w->in_flight());
     ++n;
+    const double c = w->capacity();
+    capacity += c;
+    most_per_capacity = std::max(most_per_capacity, static_cast<double>(w->in_flight()) / c);
   }
   if (sum > 0) {
     imbalance_sum_ +=
         static_cast<double>(most) / (static_cast<double>(sum) / static_cast<double>(n));
+    capacity_imbalance_sum_ += most_per_capacity / (static_cast<double>(sum) / capacity);
     ++imbalance_n_;
   }
   if (now_ >= next_sample_) {
@@ -714,6 +721,7 @@ RunReport Run::Report() {
   r.grams_per_token = per(r.grams, r.output_tokens);
   r.prefix_hit_rate = per(static_cast<double>(prefix_hits_), prefix_queries_);
   r.load_imbalance = per(imbalance_sum_, imbalance_n_);
+  r.capacity_imbalance = per(capacity_imbalance_sum_, imbalance_n_);
   return r;
 }
 

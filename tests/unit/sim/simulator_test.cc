@@ -221,6 +221,9 @@ policies:
       6);
   // More pods than one for part of the run: replica-seconds above one pod's.
   EXPECT_GT(r.replica_seconds, r.simulated_seconds);
+  // One class: weighing each worker by its capacity changes nothing.
+  EXPECT_GT(r.load_imbalance, 1);
+  EXPECT_NEAR(r.capacity_imbalance, r.load_imbalance, 1e-9);
   // Every decision is the policy's on the tick's input: the target a tick starts from is the
   // decision of the tick before.
   for (std::size_t i = 1; i < ticks.size(); ++i) {
@@ -289,6 +292,10 @@ policies:
   EXPECT_GT(h100_share("least-outstanding"), 0.5);
   EXPECT_GT(h100_share("power-of-two"), 0.5);
   EXPECT_LT(runs.at("least-outstanding").load_imbalance, runs.at("random").load_imbalance);
+  // Round robin keeps the A100s as busy by count as the H100s of three times their capacity: by
+  // capacity, that is the more uneven.
+  EXPECT_GT(runs.at("round-robin").capacity_imbalance, runs.at("round-robin").load_imbalance);
+  for (const auto& [name, r] : runs) EXPECT_GE(r.capacity_imbalance, 1) << name;
 }
 
 }  // namespace
