@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The peers comparison (issue 18): ours and the peers' policies on the same fleet, traces and seed.
+"""The peers comparison (issue 18): ours and the peers' policies on one fleet, traces and seeds.
 
 Writes a Markdown report and a plot from eoc-sim runs; bench/peers/run calls it.
   compare.py EOC_SIM OUT_MD PLOT_PNG WORKDIR [--trace-dir DIR]
@@ -9,9 +9,12 @@ zone). The traces: the Azure code trace (two-class.yaml's settings) and Mooncake
 (examples/sim/mooncake.yaml's); --trace-dir swaps in other traces of the same names and formats.
 Each trace's capacity is measured as bench/sim-figures does (the highest rate scale at which
 LeastBusy sheds nothing and keeps the median TTFT within the SLO), and every policy runs at 50% and
-80% of it. The autoscaling comparison runs examples/sim/autoscale.yaml.
+80% of it, on seeds 1 to 5 (a figure is the mean of the five; one seed's p99 moves by tens of
+percent). The autoscaling comparison runs examples/sim/autoscale.yaml. Runs of different seeds
+go in parallel, one per core.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -35,15 +38,18 @@ OURS = [
 PEERS = ["random", "round-robin", "least-outstanding", "power-of-two", "sglang-cache-aware",
          "llm-d-scorer"]
 LOADS = [0.5, 0.8]
+SEEDS = range(1, 6)
 
 
 READING = """\
-How to read the tables. Every run is the same fleet, trace, seed and rate: two A100-SXM4-40GB
-workers in a 30 gCO2e/kWh zone and two H100-80GB-HBM3 workers in a 300 gCO2e/kWh zone
-(`examples/sim/two-class.yaml`), no autoscaling. Ours are the pool's strategies with the CRD's
+How to read the tables. Every policy runs on the same fleet, trace, rate and seeds: two
+A100-SXM4-40GB workers in a 30 gCO2e/kWh zone and two H100-80GB-HBM3 workers in a 300 gCO2e/kWh
+zone (`examples/sim/two-class.yaml`), no autoscaling. Ours are the pool's strategies with the CRD's
 defaults (sessions and prefix affinity on); `peer-*` are the routers users would pick instead,
 each written from its documentation with its published defaults (`sim/baseline.h`,
-`sim/llmd_scorer.h`). Columns:
+`sim/llmd_scorer.h`). Each figure is the mean over seeds 1 to 5 (the seed draws the synthetic
+sessions, the models and the routers' random choices; one seed's p99 moves by tens of percent).
+Columns:
 - `J/tok`: all the fleet's joules, idle draw included, per output token; `active J/tok` leaves the
   idle draw out, which is the part routing can move on a fixed fleet;
 - `mg CO2e/tok`: milligrams per output token, each joule at its zone's intensity;
@@ -98,6 +104,14 @@ def sim(binary, path, workdir, tag, scale=None, policy=None, seed=None):
         return {r["policy"]: r for r in json.load(f)["runs"]}
 
 
+def seeds(binary, path, workdir, tag, scale=None, seed_range=SEEDS):
+    """Every policy's runs over `seed_range`, in parallel: {policy: [run, one per seed]}."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        per_seed = list(pool.map(
+            lambda s: sim(binary, path, workdir, f"{tag}-{s}", scale, seed=s), seed_range))
+    return {name: [runs[name] for runs in per_seed] for name in per_seed[0]}
+
+
 def capacity(binary, path, workdir, slo_ttft, steps):
     """A scenario's capacity: the highest of the rising rate scales `steps`, up to the first that
     fails, at which LeastBusy sheds nothing and keeps the median TTFT within `slo_ttft`."""
@@ -137,6 +151,11 @@ def mean_of(runs, key):
     return sum(r[key] for r in runs) / len(runs)
 
 
+def mean(runs, name):
+    """Figure `name` (FIGURES) of `runs`, the mean over them."""
+    return sum(FIGURES[name][1](r) for r in runs) / len(runs)
+
+
 def header(first, names):
     """A Markdown table's first two lines: the `first` columns (text), then the figures `names`."""
     return ["| " + " | ".join(first + names) + " |",
@@ -145,17 +164,15 @@ def header(first, names):
 
 def cells(runs, names):
     """The figures `names` of `runs`, each the mean over them, formatted."""
-    out = []
-    for name in names:
-        fmt, figure = FIGURES[name]
-        out.append(fmt.format(sum(figure(r) for r in runs) / len(runs)))
-    return out
+    return [FIGURES[name][0].format(mean(runs, name)) for name in names]
 
 
 def table(runs):
+    """A row per policy: `runs` maps each to its runs, one per seed."""
     lines = header(["policy", "router"], list(FIGURES))
-    for name, r in runs.items():
-        lines.append("| " + " | ".join([name, r["strategy"]] + cells([r], list(FIGURES))) + " |")
+    for name, rs in runs.items():
+        lines.append("| " + " | ".join([name, rs[0]["strategy"]] + cells(rs, list(FIGURES))) +
+                     " |")
     return "\n".join(lines)
 
 
@@ -168,35 +185,38 @@ def verdict(ok):
 
 
 def energy_goals(runs):
+    """The energy and carbon goals, on the means over seeds of `runs` ({policy: [runs]})."""
     rr, j, c = runs["peer-round-robin"], runs["joules"], runs["carbon"]
     rows = []
-    for label, ours, field, goal in (("JouleWeighted J/tok", j, "joulesPerToken", 30),
-                                     ("CarbonWeighted gCO2e/tok", c, "gramsPerToken", 40)):
-        less = pct_less(ours[field], rr[field])
-        p99 = ours["ttftSeconds"]["p99"] / rr["ttftSeconds"]["p99"]
+    p99 = lambda rs: mean(rs, "TTFT p99 s")  # noqa: E731
+    for label, ours, name, goal in (("JouleWeighted J/tok", j, "J/tok", 30),
+                                    ("CarbonWeighted gCO2e/tok", c, "mg CO2e/tok", 40)):
+        less = pct_less(mean(ours, name), mean(rr, name))
+        slower = p99(ours) / p99(rr)
         rows.append(f"| {label} vs round robin | {less:.1f}% fewer (goal {goal}%) | "
-                    f"p99 TTFT x{p99:.2f} (goal <= 1.10) | "
-                    f"{verdict(less >= goal and p99 <= 1.10)} |")
-    less = pct_less(active_jpt(j), active_jpt(rr))
+                    f"p99 TTFT x{slower:.2f} (goal <= 1.10) | "
+                    f"{verdict(less >= goal and slower <= 1.10)} |")
+    less = pct_less(mean(j, "active J/tok"), mean(rr, "active J/tok"))
     rows.append(f"| JouleWeighted active J/tok vs round robin | {less:.1f}% fewer | | |")
     return rows
 
 
 def prefix_goals(runs):
+    """The prefix-affinity goals, on the means over seeds of `runs` ({policy: [runs]})."""
     on, off = runs["least-busy"], runs["least-busy-no-prefix"]
-    ratio = on["prefixHitRate"] / off["prefixHitRate"] if off["prefixHitRate"] > 0 else 0
+    hits = lambda rs: mean(rs, "KV hit %")  # noqa: E731
+    p99 = lambda rs: mean(rs, "TTFT p99 s")  # noqa: E731
+    spread = lambda rs: mean(rs, "by capacity")  # noqa: E731
+    ratio = hits(on) / hits(off) if hits(off) > 0 else 0
     rows = [f"| prefix affinity (LeastBusy) vs none | KV hit x{ratio:.2f} (goal 1.5), imbalance "
-            f"by capacity {on['capacityImbalance']:.2f} against {off['capacityImbalance']:.2f} "
-            f"without (goal <= 1.2; by count {on['loadImbalance']:.2f} and "
-            f"{off['loadImbalance']:.2f}) | | "
-            f"{verdict(ratio >= 1.5 and on['capacityImbalance'] <= 1.2)} |"]
+            f"by capacity {spread(on):.2f} against {spread(off):.2f} without (goal <= 1.2; by "
+            f"count {mean(on, 'imbalance'):.2f} and {mean(off, 'imbalance'):.2f}) | | "
+            f"{verdict(ratio >= 1.5 and spread(on) <= 1.2)} |"]
     for peer in ("peer-sglang-cache-aware", "peer-llm-d-scorer"):
         p = runs[peer]
-        ok = (on["prefixHitRate"] >= p["prefixHitRate"]
-              and on["ttftSeconds"]["p99"] <= p["ttftSeconds"]["p99"])
-        rows.append(f"| prefix affinity vs {peer[5:]} | KV hit {100 * on['prefixHitRate']:.1f}% "
-                    f"against {100 * p['prefixHitRate']:.1f}% | p99 TTFT "
-                    f"{on['ttftSeconds']['p99']:.2f} s against {p['ttftSeconds']['p99']:.2f} s | "
+        ok = hits(on) >= hits(p) and p99(on) <= p99(p)
+        rows.append(f"| prefix affinity vs {peer[5:]} | KV hit {hits(on):.1f}% against "
+                    f"{hits(p):.1f}% | p99 TTFT {p99(on):.2f} s against {p99(p):.2f} s | "
                     f"{verdict(ok)} |")
     return rows
 
@@ -213,8 +233,8 @@ def plot(results, png, workdir):
         runs = load_runs[LOADS[-1]]
         data = os.path.join(workdir, f"plot-{trace}.dat")
         with open(data, "w") as f:
-            for name, r in runs.items():
-                f.write(f"{r['ttftSeconds']['p99']} {r['joulesPerToken']} "
+            for name, rs in runs.items():
+                f.write(f"{mean(rs, 'TTFT p99 s')} {mean(rs, 'J/tok')} "
                         f"{1 if name.startswith('peer-') else 0} \"{name}\"\n")
         script += [f"set title '{trace}, 80% of capacity (o ours, x peers)'",
                    f"plot '{data}' using 1:2:($3 == 0 ? 7 : 2) with points pt variable ps 1.5, "
@@ -227,29 +247,31 @@ def plot(results, png, workdir):
 
 
 MARGINS = [0.1, 0.25, 0.5, 1.0]
-MARGIN_SEEDS = range(1, 6)
+MARGIN_SEEDS = SEEDS
+MARGIN_STRATEGIES = ["JouleWeighted", "LeastBusy"]
 
 
 def margins(binary, workdir, trace_dir, traces, caps):
-    """Prefix affinity's loadMargin under the default strategy, each trace at both loads: the mean
-    of five seeds (one seed's p99 moves by tens of percent)."""
+    """Prefix affinity's loadMargin under the default strategy and LeastBusy, each trace at both
+    loads: the mean of five seeds (one seed's p99 moves by tens of percent)."""
     names = ["KV hit %", "TTFT p50 s", "TTFT p99 s", "SLO %", "J/tok"]
-    lines = header(["trace", "load", "loadMargin"], names)
+    lines = header(["trace", "load", "strategy", "loadMargin"], names)
     for trace, (example, _) in traces.items():
         def edit(s):
             s["policies"] = [
-                {"name": f"margin-{i}",
-                 "pool": {"routing": {"strategy": "JouleWeighted",
+                {"name": f"{strategy.lower()}-margin-{i}",
+                 "pool": {"routing": {"strategy": strategy,
                                       "prefixAffinity": {"loadMargin": m}}}}
-                for i, m in enumerate(MARGINS)]
+                for strategy in MARGIN_STRATEGIES for i, m in enumerate(MARGINS)]
         path = scenario(example, trace_dir, workdir, f"{trace}-margins", edit)
         for load in LOADS:
-            seeds = [sim(binary, path, workdir, f"{trace}-margins-{load}-{seed}",
-                         load * caps[trace], seed=seed) for seed in MARGIN_SEEDS]
-            for i, m in enumerate(MARGINS):
-                rs = [runs[f"margin-{i}"] for runs in seeds]
-                lines.append("| " + " | ".join([trace, f"{int(load * 100)}%", f"{m:g}"] +
-                                               cells(rs, names)) + " |")
+            runs = seeds(binary, path, workdir, f"{trace}-margins-{load}", load * caps[trace],
+                         MARGIN_SEEDS)
+            for strategy in MARGIN_STRATEGIES:
+                for i, m in enumerate(MARGINS):
+                    rs = runs[f"{strategy.lower()}-margin-{i}"]
+                    lines.append("| " + " | ".join([trace, f"{int(load * 100)}%", strategy,
+                                                    f"{m:g}"] + cells(rs, names)) + " |")
     return "\n".join(lines)
 
 
@@ -300,27 +322,39 @@ def sessions(binary, workdir, trace_dir, caps):
     names = ["KV hit %", "TTFT p50 s", "TTFT p99 s", "SLO %", "J/tok", "shed"]
     lines = header(["load", "strategy", "sessions"], names)
     for load in OVERLOADS:
-        runs = sim(binary, path, workdir, f"sessions-{load}", load * caps["azure-code"])
-        for name, r in runs.items():
+        runs = seeds(binary, path, workdir, f"sessions-{load}", load * caps["azure-code"])
+        for name, rs in runs.items():
             on = name.rsplit("-", 1)[1]
-            lines.append("| " + " | ".join([f"{int(load * 100)}%", r["strategy"], on] +
-                                           cells([r], names)) + " |")
+            lines.append("| " + " | ".join([f"{int(load * 100)}%", rs[0]["strategy"], on] +
+                                           cells(rs, names)) + " |")
     return "\n".join(lines)
 
 
-AUTOSCALE_SEEDS = range(1, 4)
-TARGETS = [4, 8]  # our target swept between Ray's default (2) and ours (16), other fields ours
+AUTOSCALE_SEEDS = SEEDS
+TARGETS = [4, 6, 8, 12, 16, 24]  # our target swept above Ray's default (2), other fields ours
+
+
+def crd_autoscaling_defaults():
+    """The CRD's defaults of the autoscaler's target, delays and look-back (the schema's `default`s,
+    which crd_schema_test holds to src/api/defaults.h), for policies that must write them out: the
+    example's pool sets its own."""
+    with open(os.path.join(ROOT, "crds", "eoc.dev_inferencepools.yaml")) as f:
+        crd = yaml.safe_load(f)
+    fields = (crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+              ["properties"]["autoscaling"]["properties"])
+    return {k: fields[k]["default"] for k in ("targetOngoingRequests", "upscaleDelaySeconds",
+                                              "downscaleDelaySeconds", "lookBackPeriodSeconds")}
+
+
+DEFAULT_AUTOSCALING = crd_autoscaling_defaults()
 
 
 def autoscaling(binary, workdir, trace_dir):
     """Each autoscaling policy's runs over AUTOSCALE_SEEDS, and the fixed fleet's at the peak."""
-    delays = {"upscaleDelaySeconds": 30, "downscaleDelaySeconds": 600, "lookBackPeriodSeconds": 30}
+    delays = {k: v for k, v in DEFAULT_AUTOSCALING.items() if k != "targetOngoingRequests"}
 
     def edit(s):
         s["policies"] = [
-            {"name": "ours-defaults",
-             "pool": {"routing": {"strategy": "LeastBusy"},
-                      "autoscaling": {"targetOngoingRequests": 16, **delays}}},
             *[{"name": f"ours-target-{t}",
                "pool": {"routing": {"strategy": "LeastBusy"},
                         "autoscaling": {"targetOngoingRequests": t, **delays}}} for t in TARGETS],
@@ -336,15 +370,11 @@ def autoscaling(binary, workdir, trace_dir):
     path = scenario("autoscale.yaml", trace_dir, workdir, "autoscale", edit)
     with open(path) as f:
         base = yaml.safe_load(f)
-    runs = {}  # policy -> its runs, one per seed
     peak = 0
-    for seed in AUTOSCALE_SEEDS:
-        for name, r in sim(binary, path, workdir, f"autoscale-{seed}", seed=seed).items():
-            runs.setdefault(name, []).append(r)
-            if name == "ours-example":
-                cols = r["samples"]["columns"]
-                peak = max(peak, *(int(row[cols.index("replicas")])
-                                   for row in r["samples"]["rows"]))
+    runs = seeds(binary, path, workdir, "autoscale", seed_range=AUTOSCALE_SEEDS)
+    for r in runs["ours-example"]:
+        cols = r["samples"]["columns"]
+        peak = max(peak, *(int(row[cols.index("replicas")]) for row in r["samples"]["rows"]))
 
     def fixed(s):
         s["fleet"][0]["replicas"] = peak
@@ -352,9 +382,7 @@ def autoscaling(binary, workdir, trace_dir):
         s["pool"].pop("autoscaling", None)
         s["policies"] = [{"name": "peak-fleet", "pool": {"routing": {"strategy": "LeastBusy"}}}]
     path = scenario("autoscale.yaml", trace_dir, workdir, "peak", fixed)
-    for seed in AUTOSCALE_SEEDS:
-        for name, r in sim(binary, path, workdir, f"peak-{seed}", seed=seed).items():
-            runs.setdefault(name, []).append(r)
+    runs.update(seeds(binary, path, workdir, "peak", seed_range=AUTOSCALE_SEEDS))
     return base, peak, runs
 
 
@@ -381,8 +409,8 @@ def main():
             s = yaml.safe_load(f)
         names[trace] = os.path.basename(s["trace"]["path"])
         caps[trace] = capacity(a.sim, path, a.workdir, s["slo"]["ttftSeconds"], steps)
-        results[trace] = {load: sim(a.sim, path, a.workdir, f"{trace}-{load}", load * caps[trace])
-                          for load in LOADS}
+        results[trace] = {load: seeds(a.sim, path, a.workdir, f"{trace}-{load}",
+                                      load * caps[trace]) for load in LOADS}
     plot(results, a.png, a.workdir)
     base, peak, auto = autoscaling(a.sim, a.workdir, a.trace_dir)
     margin_table = margins(a.sim, a.workdir, a.trace_dir, traces, caps)
@@ -407,7 +435,8 @@ def main():
             w("")
     w("## Prefix affinity's loadMargin")
     w("")
-    w("JouleWeighted (the default strategy) with prefix affinity's `loadMargin` at each value, "
+    w("JouleWeighted (the default strategy) and LeastBusy with prefix affinity's `loadMargin` at "
+      "each value, "
       "every other setting the default's; each figure the mean of seeds "
       f"{MARGIN_SEEDS.start} to {MARGIN_SEEDS.stop - 1}.")
     w("")
@@ -416,7 +445,8 @@ def main():
     w("## Session affinity under load")
     w("")
     w("The Azure trace (60% of its requests are turns of synthetic sessions) at 80%, 100% and 120% "
-      "of capacity, session affinity on and off, every other setting the default's. A session's "
+      "of capacity, session affinity on and off, every other setting the default's; each figure "
+      f"the mean of seeds {SEEDS.start} to {SEEDS.stop - 1}. A session's "
       "worker that has no room for a turn (its KV budget) sends that turn elsewhere and keeps the "
       "binding.")
     w("")
@@ -433,22 +463,27 @@ def main():
     w(miss_table)
     w("")
     w("## Autoscaling: ours, Ray's defaults, and a fixed fleet sized for the peak")
+    d = DEFAULT_AUTOSCALING
     w("")
     w(f"`examples/sim/autoscale.yaml` (H100s in one zone, rate scale "
       f"{base['trace'].get('rateScale', 1)}, min {base['pool']['autoscaling']['minReplicas']}, "
       f"max {base['pool']['autoscaling']['maxReplicas']} replicas), each figure the mean of seeds "
-      f"{AUTOSCALE_SEEDS.start} to {AUTOSCALE_SEEDS.stop - 1}. `ours-defaults` is the CRD's "
-      f"defaults (target 16 ongoing requests a replica, upscale delay 30 s, downscale delay "
-      f"600 s, look-back 30 s), `ours-target-N` the same with target N, `ours-example` the "
-      f"example's own tuning (target 8, delays 10 s and 120 s), `ray-defaults` Ray Serve's "
-      f"defaults (target 2, the same delays, metrics every 10 s); `peak-fleet` is a fixed fleet "
-      f"of {peak} replicas, the most `ours-example` reached.")
+      f"{AUTOSCALE_SEEDS.start} to {AUTOSCALE_SEEDS.stop - 1}. `ours-target-N` is the CRD's "
+      f"defaults (upscale delay {d['upscaleDelaySeconds']:g} s, downscale delay "
+      f"{d['downscaleDelaySeconds']:g} s, look-back {d['lookBackPeriodSeconds']:g} s) with a "
+      f"target of N ongoing requests a replica (the default target, "
+      f"{d['targetOngoingRequests']:g}, is marked), `ours-example` the example's own tuning "
+      f"(target 8, delays 10 s and 120 s), `ray-defaults` Ray Serve's defaults (target 2, the same "
+      f"delays, metrics every 10 s); `peak-fleet` is a fixed fleet of {peak} replicas, the most "
+      f"`ours-example` reached.")
     w("")
     names = ["SLO %", "TTFT p50 s", "TTFT p99 s", "J/tok", "scale events", "shed"]
     w("\n".join(header(["policy", "replica-seconds", "saved vs peak fleet"], names)))
     fixed_rs = mean_of(auto["peak-fleet"], "replicaSeconds")
     for name, rs in auto.items():
         replica_seconds = mean_of(rs, "replicaSeconds")
+        if name == f"ours-target-{d['targetOngoingRequests']:g}":
+            name += " (default)"
         w("| " + " | ".join([name, f"{replica_seconds:.0f}",
                              f"{pct_less(replica_seconds, fixed_rs):.1f}%"] + cells(rs, names))
           + " |")
