@@ -87,7 +87,7 @@ TEST(Defaults, AMinimalSpecGetsEveryDefault) {
   EXPECT_EQ(s.autoscaling.min_replicas, 1);
   EXPECT_FALSE(s.autoscaling.max_replicas);
   EXPECT_FALSE(s.autoscaling.initial_replicas);
-  EXPECT_EQ(s.autoscaling.target_ongoing_requests, 16);
+  EXPECT_EQ(s.autoscaling.target_ongoing_requests, 8);
   EXPECT_EQ(s.autoscaling.upscale_delay_seconds, 30);
   EXPECT_EQ(s.autoscaling.downscale_delay_seconds, 600);
   EXPECT_EQ(s.autoscaling.downscale_to_zero_delay_seconds, 600);
