@@ -38,6 +38,11 @@ OURS = [
 PEERS = ["random", "round-robin", "least-outstanding", "power-of-two", "sglang-cache-aware",
          "llm-d-scorer"]
 LOADS = [0.5, 0.8]
+# Each trace: its example scenario and the rising rate scales its capacity is sought among.
+TRACES = {
+    "azure-code": ("two-class.yaml", [x / 2 for x in range(2, 25)]),
+    "mooncake": ("mooncake.yaml", [x / 20 for x in range(1, 41)]),
+}
 SEEDS = range(1, 6)
 
 
@@ -90,7 +95,8 @@ def scenario(example, trace_dir, workdir, name, edit):
     return out
 
 
-def sim(binary, path, workdir, tag, scale=None, policy=None, seed=None):
+def sim(binary, path, workdir, tag, scale=None, policy=None, seed=None, env=None):
+    """One eoc-sim run of the scenario at `path` ({policy: run}); `env` adds to the environment."""
     out = os.path.join(workdir, tag + ".json")
     cmd = [binary, path, "--quiet", "--json", out]
     if scale is not None:
@@ -99,16 +105,17 @@ def sim(binary, path, workdir, tag, scale=None, policy=None, seed=None):
         cmd += ["--seed", str(seed)]
     if policy:
         cmd += ["--policy", policy]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, **(env or {})})
     with open(out) as f:
         return {r["policy"]: r for r in json.load(f)["runs"]}
 
 
-def seeds(binary, path, workdir, tag, scale=None, seed_range=SEEDS):
+def seeds(binary, path, workdir, tag, scale=None, seed_range=SEEDS, env=None):
     """Every policy's runs over `seed_range`, in parallel: {policy: [run, one per seed]}."""
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         per_seed = list(pool.map(
-            lambda s: sim(binary, path, workdir, f"{tag}-{s}", scale, seed=s), seed_range))
+            lambda s: sim(binary, path, workdir, f"{tag}-{s}", scale, seed=s, env=env),
+            seed_range))
     return {name: [runs[name] for runs in per_seed] for name in per_seed[0]}
 
 
@@ -251,12 +258,12 @@ MARGIN_SEEDS = SEEDS
 MARGIN_STRATEGIES = ["JouleWeighted", "LeastBusy"]
 
 
-def margins(binary, workdir, trace_dir, traces, caps):
+def margins(binary, workdir, trace_dir, caps):
     """Prefix affinity's loadMargin under the default strategy and LeastBusy, each trace at both
     loads: the mean of five seeds (one seed's p99 moves by tens of percent)."""
     names = ["KV hit %", "TTFT p50 s", "TTFT p99 s", "SLO %", "J/tok"]
     lines = header(["trace", "load", "strategy", "loadMargin"], names)
-    for trace, (example, _) in traces.items():
+    for trace, (example, _) in TRACES.items():
         def edit(s):
             s["policies"] = [
                 {"name": f"{strategy.lower()}-margin-{i}",
@@ -395,13 +402,9 @@ def main():
     ap.add_argument("--trace-dir")
     a = ap.parse_args()
 
-    traces = {
-        "azure-code": ("two-class.yaml", [x / 2 for x in range(2, 25)]),
-        "mooncake": ("mooncake.yaml", [x / 20 for x in range(1, 41)]),
-    }
     results, caps, names = {}, {}, {}
 
-    for trace, (example, steps) in traces.items():
+    for trace, (example, steps) in TRACES.items():
         def edit(s):
             s["policies"] = policies()
         path = scenario(example, a.trace_dir, a.workdir, trace, edit)
@@ -413,7 +416,7 @@ def main():
                                       load * caps[trace]) for load in LOADS}
     plot(results, a.png, a.workdir)
     base, peak, auto = autoscaling(a.sim, a.workdir, a.trace_dir)
-    margin_table = margins(a.sim, a.workdir, a.trace_dir, traces, caps)
+    margin_table = margins(a.sim, a.workdir, a.trace_dir, caps)
     session_table = sessions(a.sim, a.workdir, a.trace_dir, caps)
     miss_table = misses(a.sim, a.workdir)
 
