@@ -110,12 +110,12 @@ def sim(binary, path, workdir, tag, scale=None, policy=None, seed=None, env=None
         return {r["policy"]: r for r in json.load(f)["runs"]}
 
 
-def seeds(binary, path, workdir, tag, scale=None, seed_range=SEEDS, env=None):
-    """Every policy's runs over `seed_range`, in parallel: {policy: [run, one per seed]}."""
+def seeds(binary, path, workdir, tag, scale=None, env=None):
+    """Every policy's runs over SEEDS, in parallel: {policy: [run, one per seed]}."""
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         per_seed = list(pool.map(
             lambda s: sim(binary, path, workdir, f"{tag}-{s}", scale, seed=s, env=env),
-            seed_range))
+            SEEDS))
     return {name: [runs[name] for runs in per_seed] for name in per_seed[0]}
 
 
@@ -254,7 +254,6 @@ def plot(results, png, workdir):
 
 
 MARGINS = [0.1, 0.25, 0.5, 1.0]
-MARGIN_SEEDS = SEEDS
 MARGIN_STRATEGIES = ["JouleWeighted", "LeastBusy"]
 
 
@@ -272,8 +271,7 @@ def margins(binary, workdir, trace_dir, caps):
                 for strategy in MARGIN_STRATEGIES for i, m in enumerate(MARGINS)]
         path = scenario(example, trace_dir, workdir, f"{trace}-margins", edit)
         for load in LOADS:
-            runs = seeds(binary, path, workdir, f"{trace}-margins-{load}", load * caps[trace],
-                         MARGIN_SEEDS)
+            runs = seeds(binary, path, workdir, f"{trace}-margins-{load}", load * caps[trace])
             for strategy in MARGIN_STRATEGIES:
                 for i, m in enumerate(MARGINS):
                     rs = runs[f"{strategy.lower()}-margin-{i}"]
@@ -337,7 +335,6 @@ def sessions(binary, workdir, trace_dir, caps):
     return "\n".join(lines)
 
 
-AUTOSCALE_SEEDS = SEEDS
 TARGETS = [4, 6, 8, 12, 16, 24]  # our target swept above Ray's default (2), other fields ours
 
 
@@ -357,7 +354,7 @@ DEFAULT_AUTOSCALING = crd_autoscaling_defaults()
 
 
 def autoscaling(binary, workdir, trace_dir):
-    """Each autoscaling policy's runs over AUTOSCALE_SEEDS, and the fixed fleet's at the peak."""
+    """Each autoscaling policy's runs over SEEDS, and the fixed fleet's at the peak."""
     delays = {k: v for k, v in DEFAULT_AUTOSCALING.items() if k != "targetOngoingRequests"}
 
     def edit(s):
@@ -378,7 +375,7 @@ def autoscaling(binary, workdir, trace_dir):
     with open(path) as f:
         base = yaml.safe_load(f)
     peak = 0
-    runs = seeds(binary, path, workdir, "autoscale", seed_range=AUTOSCALE_SEEDS)
+    runs = seeds(binary, path, workdir, "autoscale")
     for r in runs["ours-example"]:
         cols = r["samples"]["columns"]
         peak = max(peak, *(int(row[cols.index("replicas")]) for row in r["samples"]["rows"]))
@@ -389,7 +386,7 @@ def autoscaling(binary, workdir, trace_dir):
         s["pool"].pop("autoscaling", None)
         s["policies"] = [{"name": "peak-fleet", "pool": {"routing": {"strategy": "LeastBusy"}}}]
     path = scenario("autoscale.yaml", trace_dir, workdir, "peak", fixed)
-    runs.update(seeds(binary, path, workdir, "peak", seed_range=AUTOSCALE_SEEDS))
+    runs.update(seeds(binary, path, workdir, "peak"))
     return base, peak, runs
 
 
@@ -441,7 +438,7 @@ def main():
     w("JouleWeighted (the default strategy) and LeastBusy with prefix affinity's `loadMargin` at "
       "each value, "
       "every other setting the default's; each figure the mean of seeds "
-      f"{MARGIN_SEEDS.start} to {MARGIN_SEEDS.stop - 1}.")
+      f"{SEEDS.start} to {SEEDS.stop - 1}.")
     w("")
     w(margin_table)
     w("")
@@ -471,7 +468,7 @@ def main():
     w(f"`examples/sim/autoscale.yaml` (H100s in one zone, rate scale "
       f"{base['trace'].get('rateScale', 1)}, min {base['pool']['autoscaling']['minReplicas']}, "
       f"max {base['pool']['autoscaling']['maxReplicas']} replicas), each figure the mean of seeds "
-      f"{AUTOSCALE_SEEDS.start} to {AUTOSCALE_SEEDS.stop - 1}. `ours-target-N` is the CRD's "
+      f"{SEEDS.start} to {SEEDS.stop - 1}. `ours-target-N` is the CRD's "
       f"defaults (upscale delay {d['upscaleDelaySeconds']:g} s, downscale delay "
       f"{d['downscaleDelaySeconds']:g} s, look-back {d['lookBackPeriodSeconds']:g} s) with a "
       f"target of N ongoing requests a replica (the default target, "
