@@ -180,6 +180,7 @@ Result<ListPage> Client::ListAll(const ResourceRef& r, const std::string& ns, Li
     all.items.insert(all.items.end(), std::make_move_iterator(page->items.begin()),
                      std::make_move_iterator(page->items.end()));
     if (page->continue_token.empty()) return all;
+    all.paged = true;
     options.continue_token = page->continue_token;
     // The token carries the version: the server refuses a page that names both (400).
     options.resource_version.clear();

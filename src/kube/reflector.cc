@@ -6,6 +6,11 @@
 #include "common/object_meta.h"
 
 namespace eoc::kube {
+namespace {
+// A watch that the server ends sooner than this without an event is a failure (client-go's
+// "very short watch").
+constexpr std::chrono::seconds kShortWatch{1};
+}  // namespace
 
 Reflector::Reflector(Client& client, ReflectorOptions options, ReflectorSink& sink,
                      const Clock& clock)
@@ -30,12 +35,12 @@ void Reflector::Run() {
       continue;
     }
     // Watch, and watch again from the last version each time the server ends a watch; relist
-    // only after an error or when the version has been compacted away.
+    // only after an error or a 410.
     for (;;) {
       const WatchEnd end = WatchOnce();
       if (end == WatchEnd::kStopped) return;
       if (end == WatchEnd::kTimeout) continue;
-      break;  // kExpired relists from the last version first; a 410 there relists from ""
+      break;
     }
     if (!SleepFor(wait_)) return;
   }
@@ -67,14 +72,19 @@ bool Reflector::ListOnce() {
   ListOptions o;
   o.label_selector = options_.label_selector;
   o.field_selector = options_.field_selector;
-  o.limit = options_.page_size;
   {
     const std::lock_guard lock(mu_);
-    // As client-go: "0" (any version, from the API server's cache) the first time, the last
-    // version seen after that, and "" (the newest, from etcd) once that one is gone.
+    // "0" (any version, from the API server's cache) the first time, the last version seen after
+    // that, and "" (the newest, from etcd) once that one is unusable.
     o.resource_version = rv_expired_ ? "" : (last_rv_.empty() ? "0" : last_rv_);
   }
-  auto page = client_.ListAll(options_.resource, options_.ns, o);
+  // A list from a given version is asked whole unless the server pages (the header says why).
+  const bool whole = !o.resource_version.empty() && o.resource_version != "0" && !server_pages_;
+  Result<ListPage> page = [&] {
+    if (whole) return client_.List(options_.resource, options_.ns, o);
+    o.limit = options_.page_size;
+    return client_.ListAll(options_.resource, options_.ns, o);
+  }();
   if (!page) {
     if (page.error().IsGone()) {
       const std::lock_guard lock(mu_);
@@ -83,6 +93,7 @@ bool Reflector::ListOnce() {
     Failed(page.error());
     return false;
   }
+  if (page->paged) server_pages_ = true;
   metrics_.OnList(page->items.size());
   {
     const std::lock_guard lock(mu_);
@@ -91,7 +102,6 @@ bool Reflector::ListOnce() {
   // The version first: whoever sees the sink synced may read it at once.
   SetLastResourceVersion(page->resource_version);
   sink_.Replace(std::move(page->items), page->resource_version);
-  Healthy();
   return true;
 }
 
@@ -105,7 +115,7 @@ Reflector::WatchEnd Reflector::WatchOnce() {
   o.timeout_seconds = WatchTimeout().count();
   auto watch = client_.StartWatch(options_.resource, options_.ns, o);
   if (!watch) {
-    if (watch.error().IsGone()) return WatchEnd::kExpired;
+    if (watch.error().IsGone()) return Expired(watch.error());
     Failed(watch.error());
     return WatchEnd::kError;
   }
@@ -113,34 +123,47 @@ Reflector::WatchEnd Reflector::WatchOnce() {
     const std::lock_guard lock(mu_);
     if (stop_) return WatchEnd::kStopped;
     current_watch_ = watch->get();
+    watch_opened_ = clock_.Now();
   }
   metrics_.OnWatchStart();
-  Healthy();
   const WatchEnd end = Consume(**watch);
   const std::lock_guard lock(mu_);
   current_watch_ = nullptr;
+  watch_opened_.reset();
   return stop_ ? WatchEnd::kStopped : end;
 }
 
 Reflector::WatchEnd Reflector::Consume(Watch& watch) {
-  for (;;) {
+  for (bool any_event = false;; any_event = true) {
     auto next = watch.Next();
     if (!next) {
       if (stopping()) return WatchEnd::kStopped;
+      HeldIfOpenLong();
       Failed(next.error());
       return WatchEnd::kError;
     }
-    if (!next->has_value()) return WatchEnd::kTimeout;
+    if (!next->has_value()) {  // the server ended the watch, normally at its timeout
+      HeldIfOpenLong();
+      if (!any_event && OpenFor() < kShortWatch) {
+        // As client-go: a server that ends every watch at once would be asked again at once,
+        // forever; this is a failure (backoff, then a relist).
+        Failed({0, "ShortWatch", "the server ended the watch at once, without an event", {}});
+        return WatchEnd::kError;
+      }
+      return WatchEnd::kTimeout;
+    }
     WatchEvent& event = **next;
     metrics_.OnEvent(event.type);
     switch (event.type) {
       case WatchEventType::kBookmark:
         SetLastResourceVersion(ResourceVersionOf(event.object));
+        Held();
         break;
       case WatchEventType::kError: {
-        // An ERROR event inside a 200 answer: 410 Expired means our version is gone.
+        // An ERROR event inside a 200 answer: 410 Expired means the version cannot be watched.
+        HeldIfOpenLong();
         const Status status = DecodeStatus(200, event.object.dump());
-        if (status.IsGone()) return WatchEnd::kExpired;
+        if (status.IsGone()) return Expired(status);
         Failed(status);
         return WatchEnd::kError;
       }
@@ -148,15 +171,46 @@ Reflector::WatchEnd Reflector::Consume(Watch& watch) {
         std::string rv = ResourceVersionOf(event.object);
         sink_.Apply(event.type, std::move(event.object));
         SetLastResourceVersion(rv);
-        Healthy();
+        Held();
       }
     }
   }
 }
 
+Reflector::WatchEnd Reflector::Expired(const Status& status) {
+  // The relist names the last version first: asked whole, the watch cache answers it with a
+  // version it can watch from. A second 410 without a held watch in between means the server
+  // keeps answering with a version it cannot watch from: the next list names the newest.
+  if (++gone_since_held_ >= 2) {
+    const std::lock_guard lock(mu_);
+    rv_expired_ = true;
+  }
+  Failed(status);
+  return WatchEnd::kExpired;
+}
+
 bool Reflector::Stale() const {
   const std::lock_guard lock(mu_);
-  return failing_since_ && clock_.Now() - *failing_since_ >= options_.stale_after;
+  const auto now = clock_.Now();
+  return failing_since_ && now - *failing_since_ >= options_.stale_after && !HoldingLocked(now);
+}
+
+std::chrono::nanoseconds Reflector::OpenFor() const {
+  const std::lock_guard lock(mu_);
+  return watch_opened_ ? clock_.Now() - *watch_opened_ : std::chrono::nanoseconds::zero();
+}
+
+bool Reflector::HoldingLocked(Clock::TimePoint now) const {
+  return watch_opened_ && now - *watch_opened_ >= options_.watch_hold;
+}
+
+void Reflector::HeldIfOpenLong() {
+  bool held = false;
+  {
+    const std::lock_guard lock(mu_);
+    held = HoldingLocked(clock_.Now());
+  }
+  if (held) Held();
 }
 
 void Reflector::Failed(const Status& status) {
@@ -179,9 +233,10 @@ void Reflector::Failed(const Status& status) {
   wait_ = backoff_.NextAtLeast(status.retry_after.value_or(std::chrono::seconds::zero()));
 }
 
-void Reflector::Healthy() {
+void Reflector::Held() {
+  gone_since_held_ = 0;
   const auto now = clock_.Now();
-  // A success ends the wait between attempts only after a healthy period; so does the growth.
+  // A held watch ends the wait between attempts only after a healthy period; so does the growth.
   if (now - last_failure_ > options_.backoff_reset) {
     wait_ = std::chrono::nanoseconds::zero();
     backoff_.Reset();

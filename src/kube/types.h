@@ -73,6 +73,8 @@ struct ListPage {
   std::vector<nlohmann::json> items;
   std::string resource_version;  // the list's metadata.resourceVersion
   std::string continue_token;    // empty on the last page
+  // Client::ListAll only: the server answered in more than one page.
+  bool paged = false;
   std::optional<std::int64_t> remaining_item_count;
 };
 

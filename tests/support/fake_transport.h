@@ -28,10 +28,14 @@
 namespace eoc::kube::testing {
 
 // A watch body of the given lines; the line "<broken>" throws as a reset connection would.
+// `on_read`, if set, runs at each read before the line is taken: a test's view of the reader
+// while the watch is open.
 class FakeLineStream final : public LineStream {
  public:
-  explicit FakeLineStream(std::vector<std::string> lines) : lines_(lines.begin(), lines.end()) {}
+  explicit FakeLineStream(std::vector<std::string> lines, std::function<void()> on_read = {})
+      : lines_(lines.begin(), lines.end()), on_read_(std::move(on_read)) {}
   std::optional<std::string> NextLine() override {
+    if (on_read_) on_read_();
     if (cancelled_ || lines_.empty()) return std::nullopt;
     std::string line = std::move(lines_.front());
     lines_.pop_front();
@@ -42,6 +46,7 @@ class FakeLineStream final : public LineStream {
 
  private:
   std::deque<std::string> lines_;
+  std::function<void()> on_read_;
   bool cancelled_ = false;
 };
 
@@ -51,11 +56,11 @@ inline StreamResult Answer(int status, std::string body, std::string retry_after
   r.response = {status, std::move(body), std::move(retry_after)};
   return r;
 }
-// A 200 watch answer streaming `lines`, for Then() steps.
-inline StreamResult StreamOf(std::vector<std::string> lines) {
+// A 200 watch answer streaming `lines`, for Then() steps; `on_read` as FakeLineStream's.
+inline StreamResult StreamOf(std::vector<std::string> lines, std::function<void()> on_read = {}) {
   StreamResult r;
   r.response.status = 200;
-  r.stream = std::make_unique<FakeLineStream>(std::move(lines));
+  r.stream = std::make_unique<FakeLineStream>(std::move(lines), std::move(on_read));
   return r;
 }
 

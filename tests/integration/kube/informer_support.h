@@ -95,8 +95,10 @@ inline std::string Shell(const std::string& command) {
 
 #ifdef EOC_CONTROL_PLANE
 // SIGKILLs the plane's kube-apiserver and starts it again on the same port: every watch breaks.
-inline void RestartApiServer(const ControlPlane& plane) {
-  Shell(std::string(EOC_CONTROL_PLANE) + " restart-apiserver " + plane.dir() + " 2>&1");
+// `flags`: "--watch-cache=true" or "=false" to restart it with its watch cache on or off.
+inline void RestartApiServer(const ControlPlane& plane, const std::string& flags = "") {
+  Shell(std::string(EOC_CONTROL_PLANE) + " restart-apiserver " + plane.dir() + " " + flags +
+        " 2>&1");
 }
 #endif
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 
 #include "clock_steps.h"
@@ -137,8 +138,8 @@ TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromNewest) {
   const Seen seen = RunInformer(informer);
 
   ASSERT_GE(transport_->Paths().size(), 4U);
-  EXPECT_THAT(transport_->Paths()[2], HasSubstr("pods?resourceVersion=10&limit=500"));
-  EXPECT_THAT(transport_->Paths()[3], HasSubstr("pods?limit=500"));  // resourceVersion ""
+  EXPECT_EQ(transport_->Paths()[2], "/api/v1/namespaces/ns/pods?resourceVersion=10");  // whole
+  EXPECT_EQ(transport_->Paths()[3], "/api/v1/namespaces/ns/pods?limit=500");           // the newest
   // The relist found what changed while no watch ran.
   EXPECT_THAT(seen.added, UnorderedElementsAre("a", "gone", "new"));
   EXPECT_THAT(seen.updated, ElementsAre("a"));
@@ -157,7 +158,7 @@ TEST_F(ReflectorTest, BrokenStreamRelistsAndUnchangedObjectsAreNoUpdates) {
   });
   Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
   const Seen seen = RunInformer(informer);
-  EXPECT_THAT(transport_->Paths()[2], HasSubstr("pods?resourceVersion=11&limit=500"));
+  EXPECT_EQ(transport_->Paths()[2], "/api/v1/namespaces/ns/pods?resourceVersion=11");
   EXPECT_THAT(seen.added, ElementsAre("a", "b"));
   EXPECT_TRUE(seen.updated.empty());
   EXPECT_TRUE(seen.deleted.empty());
@@ -234,25 +235,39 @@ TEST_F(ReflectorTest, InvalidObjectsAreReportedOncePerVersionAndLeaveTheCache) {
   EXPECT_EQ(informer.Get("ns/bad"), nullptr);
 }
 
-// Lists failing for stale_after make the informer stale (reported once), and the next success ends
-// it. The script advances the manual clock from the reflector's own thread.
-TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
-  const json unavailable = {{"kind", "Status"}, {"code", 503}, {"message", "etcd"}};
+const json kUnavailable = {{"kind", "Status"}, {"code", 503}, {"message", "etcd"}};
+const std::string kTooOld = json{{"type", "ERROR"},
+                                 {"object",
+                                  {{"kind", "Status"},
+                                   {"code", 410},
+                                   {"reason", "Expired"},
+                                   {"message", "too old resource version: 10 (30)"}}}}
+                                .dump();
+
+// Lists failing for stale_after make the informer stale (reported once); a successful list is not
+// enough to end it, a held watch is. The script advances the manual clock from the reflector's own
+// thread.
+TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilAWatchIsHeld) {
   Informer<PodView>* watched = nullptr;
   bool stale_before_recovery = false;
-  transport_->Then([&](const HttpRequest&) { return Answer(503, unavailable); });
+  bool stale_after_the_list = false;
+  transport_->Then([&](const HttpRequest&) { return Answer(503, kUnavailable); });
   transport_->Then([&](const HttpRequest&) {
     clock_.Advance(std::chrono::seconds(59));
-    return Answer(503, unavailable);
+    return Answer(503, kUnavailable);
   });
   transport_->Then([&](const HttpRequest&) {
     EXPECT_FALSE(watched->Stale());  // 59 s of failures: not yet
     clock_.Advance(std::chrono::seconds(2));
-    return Answer(503, unavailable);
+    return Answer(503, kUnavailable);
   });
   transport_->Then([&](const HttpRequest&) {
     stale_before_recovery = watched->Stale();
     return Answer(200, PodList("10", {{"a", "5"}}));
+  });
+  transport_->Then([&](const HttpRequest&) {
+    stale_after_the_list = watched->Stale();
+    return testing::StreamOf({Event("ADDED", "b", "11")});
   });
   RecordingHooks hooks;
   ReflectorOptions options = Options();
@@ -262,13 +277,147 @@ TEST_F(ReflectorTest, FailingForStaleAfterIsStaleUntilTheNextSuccess) {
   watched = &informer;
   RunInformer(informer);
   EXPECT_TRUE(stale_before_recovery);
+  EXPECT_TRUE(stale_after_the_list);
   ASSERT_EQ(hooks.stale_reports.size(), 2U);
   EXPECT_TRUE(hooks.stale_reports[0].first);
   // The script's 61 s, and the backoff waits of 1 ms and 2 ms between the three failures.
   EXPECT_EQ(hooks.stale_reports[0].second, std::chrono::seconds(61) + std::chrono::milliseconds(3));
   EXPECT_FALSE(hooks.stale_reports[1].first);
-  // The script's end fails the watch, but only just: not stale.
+  // The script's end fails the next watch, but only just: not stale.
   EXPECT_FALSE(informer.Stale());
+}
+
+// A quiet watch (no events: an API server without its watch cache sends no bookmarks) is held once
+// it has stayed open for watch_hold.
+TEST_F(ReflectorTest, AQuietWatchOpenForWatchHoldIsHeld) {
+  Informer<PodView>* watched = nullptr;
+  std::vector<bool> stale_while_open;
+  transport_->Then([&](const HttpRequest&) { return Answer(503, kUnavailable); });
+  transport_->Then([&](const HttpRequest&) {
+    clock_.Advance(std::chrono::seconds(61));
+    return Answer(503, kUnavailable);
+  });
+  transport_->Then([&](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
+  transport_->Then([&](const HttpRequest&) {
+    return testing::StreamOf({}, [&] {
+      stale_while_open.push_back(watched->Stale());
+      clock_.Advance(std::chrono::seconds(9));
+      stale_while_open.push_back(watched->Stale());
+      clock_.Advance(std::chrono::seconds(1));
+      stale_while_open.push_back(watched->Stale());
+    });
+  });
+  RecordingHooks hooks;
+  ReflectorOptions options = Options();
+  options.metrics = &hooks;
+  options.stale_after = std::chrono::seconds(60);
+  options.watch_hold = std::chrono::seconds(10);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
+  watched = &informer;
+  RunInformer(informer);
+  // Stale when it opens and 9 s on; held at 10 s.
+  EXPECT_THAT(stale_while_open, ElementsAre(true, true, false));
+  ASSERT_EQ(hooks.stale_reports.size(), 2U);
+  EXPECT_TRUE(hooks.stale_reports[0].first);
+  EXPECT_FALSE(hooks.stale_reports[1].first);  // when the watch ended
+}
+
+// After an API-server restart its watch cache starts at the newest revision and refuses a watch
+// from any older one with a 410 inside the watch. The relist names the informer's last version
+// and is asked whole, so that the cache answers with its own version, and the next watch starts
+// there. (Paged, the 1.20 API server reads such a list from etcd at exactly the old version, and
+// the watch from it is refused again, in a loop.)
+TEST_F(ReflectorTest, AWatchRefusedAfterARestartRelistsWholeAndWatchesFromTheAnswer) {
+  transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
+  transport_->Then([](const HttpRequest&) { return testing::StreamOf({kTooOld}); });
+  transport_->Then([](const HttpRequest&) {
+    return Answer(200, PodList("30", {{"a", "5"}, {"born-after", "25"}}));
+  });
+  transport_->Then(
+      [](const HttpRequest&) { return testing::StreamOf({Event("ADDED", "later", "31")}); });
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+  const auto paths = transport_->Paths();
+  ASSERT_GE(paths.size(), 4U);
+  EXPECT_EQ(paths[0], "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500");
+  EXPECT_EQ(paths[2], "/api/v1/namespaces/ns/pods?resourceVersion=10");
+  EXPECT_THAT(paths[3], HasSubstr("watch=1&resourceVersion=30&"));
+  EXPECT_THAT(seen.added, ElementsAre("a", "born-after", "later"));
+}
+
+// A server that answers the relist with the version its watch refused (one without a watch cache
+// that has not compacted it, or any server that misbehaves) is not asked for that version a third
+// time: after two 410s in a row from watches, the next list names the newest version ("").
+TEST_F(ReflectorTest, TwoRefusedWatchesInARowListTheNewest) {
+  for (int i = 0; i < 2; ++i) {
+    transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"a", "5"}})); });
+    transport_->Then([](const HttpRequest&) { return testing::StreamOf({kTooOld}); });
+  }
+  transport_->Then([](const HttpRequest&) { return Answer(200, PodList("40", {{"a", "5"}})); });
+  transport_->Then(
+      [](const HttpRequest&) { return testing::StreamOf({Event("ADDED", "b", "41")}); });
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
+  RunInformer(informer);
+  const auto paths = transport_->Paths();
+  ASSERT_GE(paths.size(), 6U);
+  EXPECT_EQ(paths[2], "/api/v1/namespaces/ns/pods?resourceVersion=10");
+  EXPECT_EQ(paths[4], "/api/v1/namespaces/ns/pods?limit=500");
+  EXPECT_THAT(paths[5], HasSubstr("watch=1&resourceVersion=40&"));
+  const auto lists_at_10 = std::count_if(paths.begin(), paths.end(), [](const std::string& p) {
+    return p.find("watch=1") == std::string::npos &&
+           p.find("resourceVersion=10") != std::string::npos;
+  });
+  EXPECT_EQ(lists_at_10, 1);  // the first list named "0"; one relist at 10, not two
+}
+
+// A reflector whose every watch is refused at once is stale after stale_after, however well its
+// lists go (each list used to count as a success, and such a loop looked healthy).
+TEST_F(ReflectorTest, ListsThatSucceedWithoutAHeldWatchTurnStale) {
+  Informer<PodView>* watched = nullptr;
+  bool stale_at_the_end = false;
+  for (int i = 0; i < 4; ++i) {
+    transport_->Then([&](const HttpRequest&) {
+      clock_.Advance(std::chrono::seconds(20));
+      return Answer(200, PodList("10", {{"a", "5"}}));
+    });
+    transport_->Then([](const HttpRequest&) { return testing::StreamOf({kTooOld}); });
+  }
+  transport_->Then([&](const HttpRequest&) {
+    stale_at_the_end = watched->Stale();
+    return Answer(503, kUnavailable);
+  });
+  RecordingHooks hooks;
+  ReflectorOptions options = Options();
+  options.metrics = &hooks;
+  options.stale_after = std::chrono::seconds(60);
+  Informer<PodView> informer(*fake_.client, options, ToPodView, clock_);
+  watched = &informer;
+  RunInformer(informer);
+  EXPECT_TRUE(stale_at_the_end);
+  ASSERT_FALSE(hooks.stale_reports.empty());
+  EXPECT_TRUE(hooks.stale_reports[0].first);
+}
+
+// A server that pages (it has no watch cache for the resource: the first list, at "0", came in
+// pages) is relisted in pages, as client-go does: a whole list would be one large read from etcd.
+TEST_F(ReflectorTest, AServerThatPagesIsRelistedInPages) {
+  transport_->Then([](const HttpRequest&) {
+    json first = PodList("10", {{"a", "5"}});
+    first["metadata"]["continue"] = "token";
+    return Answer(200, first);
+  });
+  transport_->Then([](const HttpRequest&) { return Answer(200, PodList("10", {{"b", "6"}})); });
+  transport_->Then([](const HttpRequest&) { return testing::StreamOf({"<broken>"}); });
+  transport_->Then([](const HttpRequest&) {
+    return Answer(200, PodList("12", {{"a", "5"}, {"b", "6"}}));
+  });
+  Informer<PodView> informer(*fake_.client, Options(), ToPodView, clock_);
+  const Seen seen = RunInformer(informer);
+  const auto paths = transport_->Paths();
+  ASSERT_GE(paths.size(), 4U);
+  EXPECT_EQ(paths[1], "/api/v1/namespaces/ns/pods?limit=500&continue=token");
+  EXPECT_EQ(paths[3], "/api/v1/namespaces/ns/pods?resourceVersion=10&limit=500");
+  EXPECT_THAT(seen.added, UnorderedElementsAre("a", "b"));
 }
 
 // The backoff on the clock, exactly, with the randomness fixed at 0.5 (each wait 1.5 times its
