@@ -20,11 +20,11 @@ void PrefixIndex::Record(std::span<const BlockHash> blocks, WorkerKey worker) {
   blocks = blocks.first(std::min(blocks.size(), kMaxPrefixBlocks));
   // Deepest first, so that the prompt's first blocks end up the most recently used.
   for (std::size_t i = blocks.size(); i-- > 0;) {
-    const BlockHash block = blocks[i];
-    Shard& shard = shards_.Of(block);
+    const auto slot = shards_.SlotOf(blocks[i]);
+    Shard& shard = shards_.At(slot.shard);
     const std::lock_guard lock(shard.mu);
     if (shard.map.Capacity() == 0) return;
-    if (Holders* holders = shard.map.Touch(block)) {
+    if (Holders* holders = shard.map.Touch(slot.key)) {
       // Move `worker` to the front: shift down the ones before it (or all, dropping the last).
       std::size_t at = 0;
       while (at + 1 < holders->size() && (*holders)[at] != worker) ++at;
@@ -34,14 +34,15 @@ void PrefixIndex::Record(std::span<const BlockHash> blocks, WorkerKey worker) {
       continue;
     }
     if (shard.map.Full()) shard.map.PopOldest();
-    shard.map.Insert(block, Holders{worker});
+    shard.map.Insert(slot.key, Holders{worker});
   }
 }
 
 bool PrefixIndex::HoldersOf(BlockHash block, Holders& out) const {
-  const Shard& shard = shards_.Of(block);
+  const auto slot = shards_.SlotOf(block);
+  const Shard& shard = shards_.At(slot.shard);
   const std::lock_guard lock(shard.mu);
-  const Holders* holders = shard.map.Find(block);
+  const Holders* holders = shard.map.Find(slot.key);
   if (holders == nullptr) return false;
   out = *holders;
   return true;

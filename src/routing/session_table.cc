@@ -35,12 +35,13 @@ bool SessionTable::Expired(const Binding& binding, TimePoint now) const {
 }
 
 std::optional<WorkerKey> SessionTable::Lookup(SessionHash session, TimePoint now) {
-  Shard& shard = shards_.Of(session);
+  const auto slot = shards_.SlotOf(session);
+  Shard& shard = shards_.At(slot.shard);
   const std::lock_guard lock(shard.mu);
-  Binding* binding = shard.map.Touch(session);
+  Binding* binding = shard.map.Touch(slot.key);
   if (binding == nullptr) return std::nullopt;
   if (Expired(*binding, now)) {
-    shard.map.Erase(session);
+    shard.map.Erase(slot.key);
     budget_.Release(1);
     return std::nullopt;
   }
@@ -49,9 +50,10 @@ std::optional<WorkerKey> SessionTable::Lookup(SessionHash session, TimePoint now
 }
 
 std::optional<SessionTable::Entry> SessionTable::Peek(SessionHash session, TimePoint now) const {
-  const Shard& shard = shards_.Of(session);
+  const auto slot = shards_.SlotOf(session);
+  const Shard& shard = shards_.At(slot.shard);
   const std::lock_guard lock(shard.mu);
-  const Binding* binding = shard.map.Find(session);
+  const Binding* binding = shard.map.Find(slot.key);
   if (binding == nullptr || Expired(*binding, now)) return std::nullopt;
   Entry entry{.worker = binding->worker, .expires = TimePoint::max()};
   if (const std::chrono::nanoseconds ttl = Ttl(); ttl > std::chrono::nanoseconds::zero()) {
@@ -62,8 +64,8 @@ std::optional<SessionTable::Entry> SessionTable::Peek(SessionHash session, TimeP
 }
 
 bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
-  const std::size_t index = shards_.IndexOf(session);
-  Shard& shard = shards_.At(index);
+  const auto slot = shards_.SlotOf(session);
+  Shard& shard = shards_.At(slot.shard);
   const Binding fresh{.worker = worker, .last_used = now.time_since_epoch().count()};
   // Twice at most: the second time after freeing a budget unit in another shard.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -71,7 +73,7 @@ bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
       const std::lock_guard lock(shard.mu);
       // Under the lock: Resize may change the capacity, Detach empties the shard after the flag.
       if (shard.map.Capacity() == 0 || detached_.load(std::memory_order_relaxed)) return false;
-      if (Binding* binding = shard.map.Touch(session)) {
+      if (Binding* binding = shard.map.Touch(slot.key)) {
         *binding =
             Binding{.worker = worker, .last_used = std::max(binding->last_used, fresh.last_used)};
         return true;
@@ -82,32 +84,33 @@ bool SessionTable::Bind(SessionHash session, WorkerKey worker, TimePoint now) {
         // unit) to the new one.
         shard.map.PopOldest();
         evictions_.fetch_add(1, std::memory_order_relaxed);
-        shard.map.Insert(session, fresh);
+        shard.map.Insert(slot.key, fresh);
         return true;
       }
       if (budget_.TryAcquire()) {
-        shard.map.Insert(session, fresh);
+        shard.map.Insert(slot.key, fresh);
         return true;
       }
       if (!shard.map.Empty()) {
         // The global budget is spent: this table pays, from this shard.
         shard.map.PopOldest();
         evictions_.fetch_add(1, std::memory_order_relaxed);
-        shard.map.Insert(session, fresh);
+        shard.map.Insert(slot.key, fresh);
         return true;
       }
     }
     // This shard is empty and the budget spent: free a unit elsewhere in this table (with this
     // shard's lock released, so that no thread ever holds two shard locks).
-    if (!EvictFromOtherShard(index)) return false;
+    if (!EvictFromOtherShard(slot.shard)) return false;
   }
   return false;
 }
 
 bool SessionTable::Forget(SessionHash session) {
-  Shard& shard = shards_.Of(session);
+  const auto slot = shards_.SlotOf(session);
+  Shard& shard = shards_.At(slot.shard);
   const std::lock_guard lock(shard.mu);
-  if (!shard.map.Erase(session)) return false;
+  if (!shard.map.Erase(slot.key)) return false;
   budget_.Release(1);
   return true;
 }

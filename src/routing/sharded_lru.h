@@ -1,12 +1,16 @@
 // An LruMap split into shards, each with its own lock: the storage of the session table and the
-// prefix index. A key's shard is the top bits of Mix64(key); the table's bound is split exactly
-// over the shards (the remainder to the first ones), so the bound over all shards is exact while
-// recency is exact only within a shard.
+// prefix index. Their keys are chosen by callers (a session id's hash, a client's prefix hashes),
+// so a key is never stored or placed as it is: its slot key is the process's keyed hash of it
+// (common/keyed_hash.h), which stands for it in its shard's map, and the slot key's top bits are
+// its shard, so that no one can craft keys that crowd one shard or one slot. The table's bound is
+// split exactly over the shards (the remainder to the first ones), so the bound over all shards
+// is exact while recency is exact only within a shard.
 //
 //   ShardedLru<Binding> shards(/*capacity=*/1'000'000, /*shards=*/0, /*min_per_shard=*/64);
-//   auto& shard = shards.Of(session);
+//   const auto slot = shards.SlotOf(session);
+//   auto& shard = shards.At(slot.shard);
 //   const std::lock_guard lock(shard.mu);
-//   shard.map.Insert(session, binding);
+//   shard.map.Insert(slot.key, binding);
 #pragma once
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/keyed_hash.h"
 #include "common/lru_map.h"
 #include "routing/ids.h"
 
@@ -78,9 +83,17 @@ class ShardedLru {
     return evicted;
   }
 
-  std::size_t IndexOf(std::uint64_t key) const { return shift_ >= 64 ? 0 : Mix64(key) >> shift_; }
+  // Where a caller's key lives: its slot key (the key of its entry in the shard's map) and its
+  // shard's index.
+  struct Slot {
+    std::uint64_t key = 0;
+    std::size_t shard = 0;
+  };
+  Slot SlotOf(std::uint64_t key) const {
+    const std::uint64_t slot_key = keyed_(key);
+    return {.key = slot_key, .shard = shift_ >= 64 ? 0 : slot_key >> shift_};
+  }
   Shard& At(std::size_t index) const { return *shards_[index]; }
-  Shard& Of(std::uint64_t key) const { return At(IndexOf(key)); }
   std::size_t Count() const { return shards_.size(); }
 
   // Entries over all shards; locks each in turn.
@@ -109,7 +122,8 @@ class ShardedLru {
     return capacity / count_ + (i < capacity % count_ ? 1 : 0);
   }
 
-  int shift_ = 64;         // a key's shard: Mix64(key) >> shift_ (64: shard 0)
+  const KeyedHash& keyed_ = KeyedHash::ForProcess();
+  int shift_ = 64;         // a slot key's shard: its top bits, key >> shift_ (64: shard 0)
   std::size_t count_ = 1;  // shards_.size(), from the start
   std::vector<std::unique_ptr<Shard>> shards_;
 };

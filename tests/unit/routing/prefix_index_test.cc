@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "colliding_keys.h"
 #include "routing/prefix_hash.h"
 #include "routing/sharded_lru.h"
 
@@ -120,12 +121,12 @@ TEST(PrefixIndexTest, AShallowBlockEvictedFromItsShardDoesNotHideDeeperOnes) {
   constexpr std::size_t kShards = 2;
   PrefixIndex index({.max_blocks = 8, .shards = kShards});
   ASSERT_EQ(index.ShardCount(), kShards);
-  // Where the index keeps a block (the same layout: 4 blocks per shard).
+  // Where the index keeps a block (the same layout and this process's key: 4 blocks per shard).
   const ShardedLru<char> layout(8, kShards, 1);
   auto blocks_in = [&](std::size_t shard, std::size_t count, BlockHash from) {
     std::vector<BlockHash> blocks;
     for (BlockHash b = from; blocks.size() < count; ++b) {
-      if (layout.IndexOf(b) == shard) blocks.push_back(b);
+      if (layout.SlotOf(b).shard == shard) blocks.push_back(b);
     }
     return blocks;
   };
@@ -228,6 +229,19 @@ TEST(PrefixIndexTest, MemoryPerBlockAtAMillionBlocks) {
             << per_block << " bytes per block\n";
   RecordProperty("bytes_per_block", std::to_string(per_block));
   EXPECT_LE(per_block, 80.0);
+}
+
+// Prefix hashes are the clients' to send (x-eoc-prefix-hashes), and the index once placed them by a
+// public, invertible mix: crafted hashes all fell in one shard (64 of 4,096 kept) and one slot.
+// Placed by a keyed hash, they spread over every shard.
+TEST(PrefixIndexTest, HashesCraftedToCollideSpreadOverTheShards) {
+  const auto crafted = testing::CollidingKeys(4096);
+  PrefixIndex index({.max_blocks = 4096, .shards = 64});
+  ASSERT_EQ(index.ShardCount(), 64U);
+  for (std::size_t from = 0; from < crafted.size(); from += kMaxPrefixBlocks) {
+    index.Record(std::span(crafted).subspan(from, kMaxPrefixBlocks), kA);
+  }
+  EXPECT_GT(index.Size(), 3500U);  // crowded in one shard, 64 would stay
 }
 
 }  // namespace

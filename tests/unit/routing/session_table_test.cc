@@ -10,7 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "colliding_keys.h"
 #include "common/clock.h"
+#include "common/mix64.h"
 
 namespace eoc::routing {
 namespace {
@@ -267,6 +269,26 @@ TEST(SessionTableTest, MemoryPerSessionAtAMillionSessions) {
             << per_session << " bytes per session\n";
   RecordProperty("bytes_per_session", std::to_string(per_session));
   EXPECT_LE(per_session, 150.0);
+}
+
+// Session ids are the clients' to choose, and their hashes once placed sessions by a public,
+// invertible mix: crafted ids all fell in one shard, which kept its share (64 of 4,096) while the
+// table stood empty, and in one slot of its map, where each lookup walked all of them. The table
+// places by a keyed hash now: the same ids spread over every shard.
+TEST(SessionTableTest, SessionsCraftedToCollideSpreadOverTheShards) {
+  const auto crafted = testing::CollidingKeys(4096);
+  ASSERT_EQ(Mix64(crafted[0]) >> 58U, Mix64(crafted.back()) >> 58U);  // one shard by the mix
+  SessionBudget budget;
+  SessionTable table({.max_sessions = 4096, .shards = 64}, budget);
+  ASSERT_EQ(table.ShardCount(), 64U);
+  const auto now = std::chrono::steady_clock::time_point{};
+  for (const std::uint64_t session : crafted) table.Bind(session, 1, now);
+  // Each shard holds 64: spread at random, about 4,096 - 64 x 3 stay; crowded, 64 would.
+  EXPECT_GT(table.Size(), 3500U);
+  EXPECT_LT(table.Evictions(), 600U);
+  for (std::size_t i = crafted.size() - 64; i < crafted.size(); ++i) {
+    EXPECT_EQ(table.Lookup(crafted[i], now), std::optional<WorkerKey>(1)) << i;
+  }
 }
 
 }  // namespace
