@@ -378,21 +378,36 @@ void Connection::Dispatch() {
 
 void Connection::WatchWhileDeferred() {
   // No deadline of the server's own while the handler's answer is awaited (a pick's wait is its
-  // pool's queue timeout); the client's going away is noticed, and abandons the request.
+  // pool's queue timeout); the client's going away is noticed, and abandons the request, whatever
+  // it sent before leaving.
   ExpireNever();
-  socket_.async_wait(net::ip::tcp::socket::wait_read, [self = shared_from_this(),
-                                                       watch = watch_](beast::error_code ec) {
-    if (watch != self->watch_ || self->pending_ == nullptr) return;  // answered meanwhile
-    if (!ec) {
-      char byte = 0;
-      const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-        return;  // the next pipelined request: it waits its turn, and the watch ends here
-      }
-    }
-    if (self->pending_->Abandon(Abandon::kClientGone)) self->pending_.reset();
-    self->CloseSocket();
-  });
+  socket_.async_wait(net::ip::tcp::socket::wait_read,
+                     [self = shared_from_this(), watch = watch_](beast::error_code ec) {
+                       if (watch != self->watch_ || self->pending_ == nullptr)
+                         return;  // answered meanwhile
+                       if (!ec && self->ReadAheadWhileDeferred()) {
+                         self->WatchWhileDeferred();
+                         return;
+                       }
+                       if (self->pending_->Abandon(Abandon::kClientGone)) self->pending_.reset();
+                       self->CloseSocket();
+                     });
+}
+
+bool Connection::ReadAheadWhileDeferred() {
+  // What the client sends behind its put-off request (the next pipelined one) goes into buffer_,
+  // where the next request's read starts, so that the watch sees past it to a close. Past what
+  // the buffer holds (the header limit and a little), the client has no claim to more memory.
+  const std::size_t room = buffer_.max_size() - buffer_.size();
+  if (room == 0) return false;
+  const auto space = buffer_.prepare(room);
+  const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+  if (n > 0) {
+    buffer_.commit(static_cast<std::size_t>(n));
+    return true;
+  }
+  // 0: the client closed its side; an error other than "nothing yet": it is gone.
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
 void Connection::Send() {

@@ -7,11 +7,12 @@
 // system call each); the server's sweep closes the connections whose deadline passed. Requests are
 // answered one at a time, in order: bytes of pipelined requests stay in the buffer until the answer
 // before them is sent. A handler may put its request off (Request::Defer): the connection then
-// holds no thread, watches the socket for the client going away, and sends the answer when the
-// Later gives it. Requests that must be refused (malformed, too large) get their answer and then a
-// lingering close: the write side is shut, and what the client still sends is read and dropped for
-// a moment, so that closing with unread bytes (which makes the kernel send RST) does not destroy
-// the answer before the client reads it.
+// holds no thread, watches the socket for the client going away (reading what the client sends
+// meanwhile into its buffer, up to the buffer's size, past which it closes), and sends the answer
+// when the Later gives it. Requests that must be refused (malformed, too large) get their answer
+// and then a lingering close: the write side is shut, and what the client still sends is read and
+// dropped for a moment, so that closing with unread bytes (which makes the kernel send RST) does
+// not destroy the answer before the client reads it.
 //
 // At max_connections, a new connection takes the place of the one that has waited longest on its
 // client: idle between requests, or still sending its request (a busy one, whose answer is being
@@ -153,6 +154,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   void OnReadError(boost::beast::error_code ec, bool header_done);
   void Dispatch();
   void WatchWhileDeferred();
+  // Reads what has arrived behind a put-off request into buffer_; false when the client is gone
+  // (end of stream, an error) or has sent more than buffer_ holds.
+  bool ReadAheadWhileDeferred();
   void Send();
   void OnSent(boost::beast::error_code ec, bool keep_alive);
   void Refuse(int status, std::string_view message);

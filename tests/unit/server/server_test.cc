@@ -645,6 +645,53 @@ TEST_F(HttpServerTest, AClientThatGoesAwayAbandonsItsDeferredRequest) {
   EXPECT_FALSE(LaterAt(0).Answer([](Response&) {})) << "no one to answer";
 }
 
+// A client that sends a request that is put off, then one byte more, then leaves: the byte used to
+// end the watch ("the next request: it waits its turn"), so nothing noticed the close and the
+// request waited out its deadline (1,000 such picks filled a pool's queue with no connection
+// open). What arrives behind a put-off request is read into the buffer and the watch goes on.
+TEST_F(HttpServerTest, AClientThatPipelinesThenGoesAwayAbandonsItsDeferredRequest) {
+  StartServer();
+  {
+    RawClient client(port());
+    ASSERT_TRUE(client.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\nG"));
+    ASSERT_TRUE(AwaitLater(1));
+    ASSERT_TRUE(client.Send("ET /v1/echo HTTP/1.1\r\n"));  // more, in another segment
+  }
+  ASSERT_TRUE(AwaitAbandoned(1));
+  EXPECT_EQ(Abandoned(), std::vector<Abandon>{Abandon::kClientGone});
+}
+
+// The pipelined request read while the first waited is served after it, whole.
+TEST_F(HttpServerTest, WhatArrivesBehindADeferredRequestIsServedAfterIt) {
+  StartServer();
+  RawClient client(port());
+  ASSERT_TRUE(client.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\nGET /v1/ec"));
+  ASSERT_TRUE(AwaitLater(1));
+  ASSERT_TRUE(client.Send("ho?n=3 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the watch read it
+  EXPECT_EQ(echo_calls_, 0) << "the pipelined request waits its turn";
+  EXPECT_TRUE(LaterAt(0).Answer([](Response& resp) { resp.body() = "first"; }));
+  EXPECT_EQ(client.ReadResponse()->body, "first");
+  const auto second = client.ReadResponse();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_THAT(second->body, HasSubstr("query=n=3"));
+  EXPECT_TRUE(Abandoned().empty());
+}
+
+// More bytes behind a put-off request than the read buffer holds (the header limit and 64 KiB):
+// the client gets no further hold on the server's memory; its request is abandoned and the
+// connection closed.
+TEST_F(HttpServerTest, MoreThanTheBufferBehindADeferredRequestClosesTheConnection) {
+  StartServer({.max_header_bytes = 1024});
+  RawClient client(port());
+  ASSERT_TRUE(client.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(AwaitLater(1));
+  ASSERT_TRUE(client.Send("GET /v1/echo HTTP/1.1\r\nx-pad: " + std::string(128 * 1024, 'a')));
+  ASSERT_TRUE(AwaitAbandoned(1));
+  EXPECT_EQ(Abandoned(), std::vector<Abandon>{Abandon::kClientGone});
+  EXPECT_TRUE(client.WaitForClose());
+}
+
 TEST_F(HttpServerTest, StopAnswersWaitingDeferredRequests503) {
   StartServer({.threads = 2});
   RawClient waiting(port());
