@@ -62,6 +62,7 @@ struct Flags {
   int pick_max_connections = 4096;
   std::size_t pick_max_header_bytes = std::size_t{16} * 1024;
   std::size_t pick_max_body_bytes = std::size_t{1024} * 1024;
+  std::size_t pick_max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
   int pick_idle_timeout_seconds = 60;
   std::size_t max_sessions_total = 4'000'000;
   int autoscaler_tick_ms = 1000;
@@ -177,6 +178,7 @@ int Run(const Flags& flags) {
        .threads = flags.pick_threads,
        .max_header_bytes = flags.pick_max_header_bytes,
        .max_body_bytes = flags.pick_max_body_bytes,
+       .max_body_bytes_in_flight = flags.pick_max_body_bytes_in_flight,
        .idle_timeout = std::chrono::seconds(flags.pick_idle_timeout_seconds),
        .max_connections = static_cast<std::size_t>(flags.pick_max_connections)});
   pick_endpoint.Register(pick_server);
@@ -315,6 +317,11 @@ int main(int argc, char** argv) {
   app.add_option("--pick-max-body-bytes", f.pick_max_body_bytes,
                  "a pick request's body, at most (more: 413)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{64} << 20))
+      ->capture_default_str();
+  app.add_option("--pick-max-body-bytes-in-flight", f.pick_max_body_bytes_in_flight,
+                 "the bodies of all pick requests together, taken as their bytes arrive (a "
+                 "request past it: 503 with Retry-After; at least --pick-max-body-bytes)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))
       ->capture_default_str();
   app.add_option("--pick-idle-timeout", f.pick_idle_timeout_seconds,
                  "seconds a kept-alive pick connection may idle between requests")

@@ -38,6 +38,8 @@ constexpr std::size_t kBufferSlack = std::size_t{64} * 1024;
 constexpr std::size_t kKeptCapacity = std::size_t{64} * 1024;
 // Request body memory kept the same way: enough for a long prompt; a larger body's is given back.
 constexpr std::size_t kKeptBodyCapacity = std::size_t{256} * 1024;
+// A body's memory grows as its bytes come: by at least this much (or double) at each read.
+constexpr std::size_t kBodyStep = std::size_t{64} * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
@@ -145,7 +147,18 @@ Connection::Connection(net::ip::tcp::socket socket, ServerCore& core)
   ExpireIn(core.options.header_timeout);  // counted from the accept, before Start
 }
 
-Connection::~Connection() { core_.Unregister(this); }
+std::size_t Connection::OnChunkBody(std::string_view data, beast::error_code& ec) {
+  if (!KeepBodyBytes(data)) {
+    shed_ = true;
+    ec = http::error::body_limit;
+  }
+  return data.size();
+}
+
+Connection::~Connection() {
+  core_.bodies.Give(body_capacity_);
+  core_.Unregister(this);
+}
 
 void Connection::SetPhase(Phase phase) {
   phase_since_.store(SteadyNow(), std::memory_order_relaxed);
@@ -291,8 +304,15 @@ void Connection::OnHeader(beast::error_code ec) {
 
 void Connection::ReadBody() {
   ExpireIn(core_.options.body_timeout);
+  const auto& message = parser_->get();
+  discard_body_ = core_.paths.BodyUseOf(View(message.method_string()), View(message.target())) ==
+                  BodyUse::kDiscard;
+  body_size_ = 0;
+  shed_ = false;
   const boost::optional<std::uint64_t> length = parser_->content_length();
-  if (!length || parser_->chunked()) {  // chunked: Beast's parser reads and joins the chunks
+  if (!length || parser_->chunked()) {
+    // Chunked: Beast's parser reads the chunks, and each is kept (or dropped) as it arrives.
+    parser_->on_chunk_body(chunk_body_);
     http::async_read(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
@@ -301,36 +321,101 @@ void Connection::ReadBody() {
   // A Content-Length body (the parser held it to max_body_bytes) goes straight from the socket
   // into memory kept for it: the parser would read it through buffer_ in header-sized pieces and
   // copy each into a string it zero-fills first.
-  const auto size = static_cast<std::size_t>(*length);
-  if (body_capacity_ < size) {
-    body_ = std::make_unique_for_overwrite<char[]>(size);
-    body_capacity_ = size;
+  body_expected_ = static_cast<std::size_t>(*length);
+  ReadBodyBytes();
+}
+
+void Connection::ReadBodyBytes() {
+  if (buffer_.size() > 0 && body_size_ < body_expected_) {  // what came with the header
+    const std::size_t n = std::min(buffer_.size(), body_expected_ - body_size_);
+    const bool kept = KeepBodyBytes({static_cast<const char*>(buffer_.data().data()), n});
+    buffer_.consume(n);
+    if (!kept) {
+      Shed();
+      return;
+    }
   }
-  body_view_ = std::string_view(body_.get(), size);
-  const std::size_t buffered = std::min(buffer_.size(), size);
-  net::buffer_copy(net::buffer(body_.get(), buffered), buffer_.data());
-  buffer_.consume(buffered);
-  if (buffered == size) {
+  if (body_size_ == body_expected_) {
+    body_view_ = discard_body_ ? std::string_view() : std::string_view(body_.get(), body_size_);
     Dispatch();
     return;
   }
-  net::async_read(socket_, net::buffer(body_.get() + buffered, size - buffered),
-                  [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                    if (ec) {  // the client left, or its body timed out (which closed the socket)
-                      self->CloseSocket();
-                      return;
-                    }
-                    self->Dispatch();
-                  });
+  net::mutable_buffer into;
+  if (discard_body_) {
+    into = net::buffer(discard_.data(), std::min(discard_.size(), body_expected_ - body_size_));
+  } else {
+    // Room for what is left, taken a piece at a time: at least kBodyStep more, or double.
+    const std::size_t want = std::min(
+        body_expected_, std::max({body_capacity_, body_size_ + kBodyStep, 2 * body_size_}));
+    if (!ReserveBody(want)) {
+      Shed();
+      return;
+    }
+    into = net::buffer(body_.get() + body_size_, want - body_size_);
+  }
+  socket_.async_read_some(into, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    if (ec) {  // the client left, or its body timed out (which closed the socket)
+      self->CloseSocket();
+      return;
+    }
+    self->body_size_ += n;
+    self->ReadBodyBytes();
+  });
+}
+
+bool Connection::KeepBodyBytes(std::string_view data) {
+  if (discard_body_) {
+    body_size_ += data.size();
+    return true;
+  }
+  if (body_size_ + data.size() > body_capacity_ &&
+      !ReserveBody(std::max(body_size_ + data.size(), 2 * body_capacity_))) {
+    return false;
+  }
+  std::copy(data.begin(), data.end(), body_.get() + body_size_);
+  body_size_ += data.size();
+  return true;
+}
+
+bool Connection::ReserveBody(std::size_t capacity) {
+  if (capacity <= body_capacity_) return true;
+  if (!core_.bodies.TryTake(capacity - body_capacity_)) return false;
+  auto grown = std::make_unique_for_overwrite<char[]>(capacity);
+  std::copy(body_.get(), body_.get() + body_size_, grown.get());
+  body_ = std::move(grown);
+  body_capacity_ = capacity;
+  return true;
+}
+
+void Connection::FreeBody() {
+  core_.bodies.Give(body_capacity_);
+  body_.reset();
+  body_capacity_ = 0;
+  body_size_ = 0;
 }
 
 void Connection::OnBody(beast::error_code ec) {
   if (ec) {
+    if (shed_) {
+      Shed();
+      return;
+    }
     OnReadError(ec, /*header_done=*/true);
     return;
   }
-  body_view_ = parser_->get().body();
+  body_view_ = discard_body_ ? std::string_view() : std::string_view(body_.get(), body_size_);
   Dispatch();
+}
+
+void Connection::Shed() {
+  // Its memory back at once; the client is told to come back, and the rest of its body is read
+  // and dropped while the answer lingers.
+  FreeBody();
+  core_.bodies.CountShed();
+  Refuse(503,
+         "the server holds its limit of " + std::to_string(core_.options.max_body_bytes_in_flight) +
+             " bytes of request bodies; try again",
+         "1");
 }
 
 void Connection::OnReadError(beast::error_code ec, bool header_done) {
@@ -428,10 +513,7 @@ void Connection::Send() {
 void Connection::OnSent(beast::error_code ec, bool keep_alive) {
   // A large answer (/metrics) need not stay allocated on a connection that may idle for a minute.
   if (response_.body().capacity() > kKeptCapacity) std::string().swap(response_.body());
-  if (body_capacity_ > kKeptBodyCapacity) {
-    body_.reset();
-    body_capacity_ = 0;
-  }
+  if (body_capacity_ > kKeptBodyCapacity || !core_.bodies.RoomToKeep()) FreeBody();
   if (ec) {
     CloseSocket();
   } else if (keep_alive && !core_.stopping()) {
@@ -441,10 +523,11 @@ void Connection::OnSent(beast::error_code ec, bool keep_alive) {
   }
 }
 
-void Connection::Refuse(int status, std::string_view message) {
+void Connection::Refuse(int status, std::string_view message, std::string_view retry_after) {
   SetPhase(Phase::kBusy);
   response_.Reset();
   response_.SetError(status, message);
+  if (!retry_after.empty()) response_.AddHeader("Retry-After", retry_after);
   keep_alive_ = false;
   omit_body_ = false;
   http10_ = false;

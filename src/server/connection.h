@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/body_budget.h"
 #include "server/http.h"
 #include "server/path_table.h"
 #include "server/server.h"
@@ -63,6 +64,7 @@ class ServerCore {
 
   const ServerOptions options;
   PathTable paths;
+  BodyBudget bodies{options.max_body_bytes_in_flight};
   const telemetry::Logger log{"http-server"};
 
   enum class Admission { kAdmitted, kFull, kStopping };
@@ -150,7 +152,16 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   void ReadHeader();
   void OnHeader(boost::beast::error_code ec);
   void ReadBody();
+  // Reads a Content-Length body a piece at a time, taking memory (and budget) as bytes come.
+  void ReadBodyBytes();
+  // Keeps `data` as the next bytes of the body (or counts them, when the route discards it);
+  // false when the budget cannot hold them.
+  bool KeepBodyBytes(std::string_view data);
+  // Makes room for `capacity` bytes of body, copying what is held; false when the budget cannot.
+  bool ReserveBody(std::size_t capacity);
+  void FreeBody();
   void OnBody(boost::beast::error_code ec);
+  void Shed();
   void OnReadError(boost::beast::error_code ec, bool header_done);
   void Dispatch();
   void WatchWhileDeferred();
@@ -159,7 +170,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   bool ReadAheadWhileDeferred();
   void Send();
   void OnSent(boost::beast::error_code ec, bool keep_alive);
-  void Refuse(int status, std::string_view message);
+  void Refuse(int status, std::string_view message, std::string_view retry_after = {});
   void LingerThenClose();
   void Drain();
 
@@ -168,11 +179,23 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::vector<Header> headers_;  // views into parser_'s message, for Request; reused
-  // A Content-Length body is read into body_ (reused while it is small enough; see ReadBody), a
-  // chunked one by the parser; body_view_ is the request's, whichever read it.
+  // The body is read into body_ as it arrives (Content-Length or chunked alike), its capacity
+  // taken from the server's BodyBudget, and reused by the next request while it is small enough
+  // and the budget has room (see OnSent); body_view_ is the request's.
   std::unique_ptr<char[]> body_;  // NOLINT(*-avoid-c-arrays): uninitialised memory
   std::size_t body_capacity_ = 0;
+  std::size_t body_size_ = 0;      // bytes of this request's body read (or dropped) so far
+  std::size_t body_expected_ = 0;  // its Content-Length
+  bool discard_body_ = false;      // its route drops it (BodyUse::kDiscard)
+  bool shed_ = false;              // the budget could not hold it
   std::string_view body_view_;
+  // A chunk of a chunked body, as Beast's parser hands it over (it keeps a reference to this).
+  std::size_t OnChunkBody(std::string_view data, boost::beast::error_code& ec);
+  std::function<std::size_t(std::uint64_t, boost::beast::string_view, boost::beast::error_code&)>
+      chunk_body_ = [this](std::uint64_t /*remain*/, boost::beast::string_view data,
+                           boost::beast::error_code& ec) {
+        return OnChunkBody({data.data(), data.size()}, ec);
+      };
   Response response_;  // reused: see http.h
   std::string out_;    // the serialized response; reused
   std::array<char, 4096> discard_{};

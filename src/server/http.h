@@ -22,6 +22,7 @@
 //   later.Answer([](eoc::server::Response& resp) { resp.AddHeader("x-answer", "42"); });
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -163,6 +164,9 @@ class Response {
 
 // Answers one request; runs on an I/O thread, so it must not block.
 using Handler = std::function<void(const Request&, Response&)>;
+
+// What a route does with a request's body: keep it for the handler, or read and drop it.
+enum class BodyUse : std::uint8_t { kRead, kDiscard };
 
 // "text/plain; version=0.0.4; charset=utf-8": the Prometheus text exposition format.
 inline constexpr std::string_view kPrometheusContentType =

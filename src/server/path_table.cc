@@ -30,28 +30,29 @@ bool ForEachSegment(std::string_view path, Visit&& visit) {
 
 }  // namespace
 
-const Handler* PathTable::Route::Find(std::string_view method) const {
-  for (const auto& [name, handler] : methods) {
-    if (name == method) return &handler;
+const PathTable::Method* PathTable::Route::Find(std::string_view method) const {
+  for (const Method& entry : methods) {
+    if (entry.name == method) return &entry;
   }
   return nullptr;
 }
 
-void PathTable::Route::Add(std::string_view method, std::string_view path, Handler handler) {
+void PathTable::Route::Add(std::string_view method, std::string_view path, Handler handler,
+                           BodyUse body) {
   if (Find(method) != nullptr) {
     throw std::invalid_argument("route " + std::string(method) + " " + std::string(path) +
                                 " is already registered");
   }
-  methods.emplace_back(std::string(method), std::move(handler));
+  methods.push_back({.name = std::string(method), .handler = std::move(handler), .body = body});
   std::vector<std::string> names;
-  for (const auto& entry : methods) names.push_back(entry.first);
+  for (const Method& entry : methods) names.push_back(entry.name);
   if (Find("GET") != nullptr && Find("HEAD") == nullptr) names.emplace_back("HEAD");
   std::sort(names.begin(), names.end());
   allow.clear();
   for (const auto& name : names) allow += (allow.empty() ? "" : ", ") + name;
 }
 
-void PathTable::Add(std::string_view method, std::string_view path, Handler handler) {
+void PathTable::Add(std::string_view method, std::string_view path, Handler handler, BodyUse body) {
   if (method.empty()) throw std::invalid_argument("route " + std::string(path) + ": empty method");
   if (!path.starts_with('/')) {
     throw std::invalid_argument("route path \"" + std::string(path) + "\" does not start with /");
@@ -59,7 +60,7 @@ void PathTable::Add(std::string_view method, std::string_view path, Handler hand
   if (path.find('{') == std::string_view::npos && path.find('}') == std::string_view::npos) {
     auto it = routes_.find(path);
     if (it == routes_.end()) it = routes_.emplace(std::string(path), Route{}).first;
-    it->second.Add(method, path, std::move(handler));
+    it->second.Add(method, path, std::move(handler), body);
     return;
   }
   Pattern pattern{.text = std::string(path)};
@@ -85,11 +86,11 @@ void PathTable::Add(std::string_view method, std::string_view path, Handler hand
   });
   for (Pattern& existing : patterns_) {
     if (existing.text == path) {
-      existing.route.Add(method, path, std::move(handler));
+      existing.route.Add(method, path, std::move(handler), body);
       return;
     }
   }
-  pattern.route.Add(method, path, std::move(handler));
+  pattern.route.Add(method, path, std::move(handler), body);
   patterns_.push_back(std::move(pattern));
 }
 
@@ -117,6 +118,14 @@ const PathTable::Route* PathTable::Match(std::string_view path, std::string_view
   return nullptr;
 }
 
+BodyUse PathTable::BodyUseOf(std::string_view method, std::string_view target) const {
+  std::array<std::string_view, kMaxParams> params;
+  std::size_t n_params = 0;
+  const Route* route = Match(target.substr(0, target.find('?')), params.data(), n_params);
+  const Method* found = route == nullptr ? nullptr : route->Find(method);
+  return found == nullptr ? BodyUse::kRead : found->body;
+}
+
 bool PathTable::Serve(Request& request, Response& response, bool& omit_body,
                       const telemetry::Logger& log) const {
   omit_body = request.method() == "HEAD";  // a HEAD answer never has a body, whatever it is
@@ -127,7 +136,7 @@ bool PathTable::Serve(Request& request, Response& response, bool& omit_body,
     Answer(response, 404, "no such path: " + std::string(request.path()));
     return true;
   }
-  const Handler* handler = route->Find(request.method());
+  const Method* handler = route->Find(request.method());
   if (handler == nullptr && request.method() == "HEAD") {
     handler = route->Find("GET");
   }
@@ -139,7 +148,7 @@ bool PathTable::Serve(Request& request, Response& response, bool& omit_body,
   request.set_params(std::span<const std::string_view>(params.data(), n_params));
   bool ok = true;
   try {
-    (*handler)(request, response);
+    handler->handler(request, response);
   } catch (const std::exception& e) {
     ok = false;
     log.Error("handler failed",

@@ -32,7 +32,12 @@ class PathTable {
   // Throws std::invalid_argument for an empty method, a path that does not start with '/', a
   // pattern with a malformed or empty {parameter} or more than kMaxParams, or a route that is
   // already there.
-  void Add(std::string_view method, std::string_view path, Handler handler);
+  void Add(std::string_view method, std::string_view path, Handler handler,
+           BodyUse body = BodyUse::kRead);
+
+  // What the route for `method` and `target` (its query ignored) does with a body; kRead when no
+  // route matches (its 404 or 405 comes once the body is read).
+  BodyUse BodyUseOf(std::string_view method, std::string_view target) const;
 
   // Answers `request` into `response` (and sets its params() for a pattern's handler).
   // `omit_body` is set for HEAD, which GET handlers answer when there is no HEAD handler.
@@ -42,11 +47,16 @@ class PathTable {
              const telemetry::Logger& log) const;
 
  private:
+  struct Method {
+    std::string name;
+    Handler handler;
+    BodyUse body = BodyUse::kRead;
+  };
   struct Route {
-    std::vector<std::pair<std::string, Handler>> methods;  // a few at most: a scan is fastest
-    std::string allow;                                     // "GET, HEAD, POST", for 405
-    const Handler* Find(std::string_view method) const;
-    void Add(std::string_view method, std::string_view path, Handler handler);
+    std::vector<Method> methods;  // a few at most: a scan is fastest
+    std::string allow;            // "GET, HEAD, POST", for 405
+    const Method* Find(std::string_view method) const;
+    void Add(std::string_view method, std::string_view path, Handler handler, BodyUse body);
   };
   struct Pattern {
     std::string text;                   // as registered

@@ -247,7 +247,8 @@ void PickEndpoint::Register(HttpServer& server) const {
                 [this](const Request& req, Response& resp) { PickJson(req, resp); });
   const auto gateway = [this](const Request& req, Response& resp) { PickGateway(req, resp); };
   server.Handle("GET", "/v1/pools/{namespace}/{name}/pick", gateway);
-  server.Handle("POST", "/v1/pools/{namespace}/{name}/pick", gateway);
+  // The gateway form reads nothing of the body: it is dropped as it arrives, never held.
+  server.Handle("POST", "/v1/pools/{namespace}/{name}/pick", gateway, BodyUse::kDiscard);
   server.Handle("GET", "/v1/pools/{namespace}/{name}/sessions/{id}",
                 [this](const Request& req, Response& resp) { GetSession(req, resp); });
   server.Handle("DELETE", "/v1/pools/{namespace}/{name}/sessions/{id}",

@@ -14,8 +14,8 @@
 //        -> 200 {"endpoint":"10.0.3.7:8000","pod":"ns/vllm-0","reason":"session","generation":4}
 //   GET|POST /v1/pools/{namespace}/{name}/pick the gateway form: inputs from headers (the pool's
 //        sessionAffinity.header, x-model, x-eoc-prompt-tokens, x-eoc-expected-tokens,
-//        x-eoc-prefix-hashes as a comma list, x-eoc-wait-ms), the body ignored; answers 200 with
-//        no body and x-gateway-destination-endpoint: ip:port (and x-eoc-pod, x-eoc-reason).
+//        x-eoc-prefix-hashes as a comma list, x-eoc-wait-ms), the body dropped unread; answers 200
+//        with no body and x-gateway-destination-endpoint: ip:port (and x-eoc-pod, x-eoc-reason).
 //        With x-eoc-auth-mode: 1 (nginx's auth_request passes on only 2xx, 401 and 403) every
 //        failure is 403 with x-eoc-status: <the real code>, and a wait defaults to 30 s.
 //   GET|DELETE /v1/pools/{namespace}/{name}/sessions/{id}

@@ -259,7 +259,19 @@ std::vector<prometheus::MetricFamily> PickConnectionMetrics(const HttpServer& se
   prometheus::ClientMetric evicted_so_far;
   evicted_so_far.counter.value = static_cast<double>(server.evicted_connections());
   evicted.metric.push_back(std::move(evicted_so_far));
-  return {std::move(open), std::move(evicted)};
+  auto shed = Family("eoc_pick_requests_shed_total",
+                     "Pick requests answered 503 because their bodies would have passed "
+                     "--pick-max-body-bytes-in-flight.",
+                     prometheus::MetricType::Counter);
+  prometheus::ClientMetric shed_so_far;
+  shed_so_far.counter.value = static_cast<double>(server.shed_requests());
+  shed.metric.push_back(std::move(shed_so_far));
+  auto bodies = Family("eoc_pick_body_bytes", "Bytes of pick request bodies held now.",
+                       prometheus::MetricType::Gauge);
+  prometheus::ClientMetric bodies_now;
+  bodies_now.gauge.value = static_cast<double>(server.body_bytes_in_flight());
+  bodies.metric.push_back(std::move(bodies_now));
+  return {std::move(open), std::move(evicted), std::move(shed), std::move(bodies)};
 }
 
 }  // namespace eoc::server

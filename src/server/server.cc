@@ -38,6 +38,11 @@ ServerOptions Validated(ServerOptions options) {
       options.max_header_bytes > std::numeric_limits<std::uint32_t>::max()) {
     throw std::invalid_argument("server max_header_bytes must be from 1 to 2^32-1");
   }
+  if (options.max_body_bytes_in_flight < options.max_body_bytes) {
+    throw std::invalid_argument(
+        "server max_body_bytes_in_flight (" + std::to_string(options.max_body_bytes_in_flight) +
+        ") must be at least max_body_bytes (" + std::to_string(options.max_body_bytes) + ")");
+  }
   for (const auto timeout : {options.header_timeout, options.idle_timeout, options.body_timeout,
                              options.write_timeout, options.drain_timeout}) {
     if (timeout.count() <= 0) throw std::invalid_argument("server timeouts must be positive");
@@ -190,9 +195,10 @@ HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Handle(std::string_view method, std::string_view path, Handler handler) {
+void HttpServer::Handle(std::string_view method, std::string_view path, Handler handler,
+                        BodyUse body) {
   if (impl_->started) throw std::logic_error("HttpServer::Handle after Start");
-  impl_->core.paths.Add(method, path, std::move(handler));
+  impl_->core.paths.Add(method, path, std::move(handler), body);
 }
 
 void HttpServer::Start() {
@@ -233,6 +239,10 @@ std::uint16_t HttpServer::port() const { return impl_->port; }
 std::size_t HttpServer::open_connections() const { return impl_->core.open_connections(); }
 
 std::uint64_t HttpServer::evicted_connections() const { return impl_->core.evicted(); }
+
+std::uint64_t HttpServer::shed_requests() const { return impl_->core.bodies.shed(); }
+
+std::size_t HttpServer::body_bytes_in_flight() const { return impl_->core.bodies.used(); }
 
 void HttpServer::Stop() {
   Impl& s = *impl_;

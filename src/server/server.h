@@ -46,6 +46,10 @@ struct ServerOptions {
   std::size_t max_header_bytes = std::size_t{8} * 1024;
   // A request's body; more answers 413 (as soon as Content-Length says so).
   std::size_t max_body_bytes = std::size_t{1024} * 1024;
+  // The bodies of every connection together (what they have read, and what they keep for their
+  // next request), taken as bytes arrive: a request whose body would pass it is answered 503
+  // with Retry-After: 1, and its connection closed. At least max_body_bytes.
+  std::size_t max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
   // From a connection's accept, or a request's first byte, to the end of its headers.
   std::chrono::milliseconds header_timeout = std::chrono::seconds(10);
   // Between requests on a kept-alive connection.
@@ -74,8 +78,10 @@ class HttpServer {
 
   // Routes requests for exactly `path` (no query string) with this `method` ("GET") to `handler`.
   // Before Start() only (routes are read without locks afterwards): throws std::logic_error after,
-  // and std::invalid_argument for a route registered twice.
-  void Handle(std::string_view method, std::string_view path, Handler handler);
+  // and std::invalid_argument for a route registered twice. With BodyUse::kDiscard the body is
+  // read and dropped as it arrives, never held, and the handler sees none.
+  void Handle(std::string_view method, std::string_view path, Handler handler,
+              BodyUse body = BodyUse::kRead);
 
   // Binds, listens and starts the I/O threads. Throws std::runtime_error naming the address when
   // it cannot listen there (in use, not local), std::logic_error when called twice.
@@ -88,6 +94,10 @@ class HttpServer {
   std::size_t open_connections() const;
   // Connections closed to make room for new ones at max_connections, since Start().
   std::uint64_t evicted_connections() const;
+  // Requests answered 503 because their bodies would have passed max_body_bytes_in_flight, since
+  // Start(); and the body bytes held now.
+  std::uint64_t shed_requests() const;
+  std::size_t body_bytes_in_flight() const;
 
   // Stops gracefully: closes the listener; answers every deferred request still waiting with 503
   // (its Later's OnAbandon hears kStopping); lets answers being made or sent finish, closing each

@@ -62,6 +62,7 @@ class HttpServerTest : public ::testing::Test {
     };
     server_->Handle("GET", "/v1/echo", echo);
     server_->Handle("POST", "/v1/echo", echo);
+    server_->Handle("POST", "/v1/ignore", echo, BodyUse::kDiscard);
     server_->Handle("GET", "/v1/throw", [](const Request&, Response& resp) {
       resp.body() = "partial";
       throw std::runtime_error("handler bug");
@@ -555,13 +556,16 @@ TEST_F(HttpServerTest, AtTheCapTheConnectionIdleLongestGivesWay) {
   EXPECT_EQ(second.ReadResponse()->status, 200) << "the other is untouched";
   EXPECT_EQ(server_->open_connections(), 2U);
   EXPECT_EQ(server_->evicted_connections(), 1U);
-  // The same two figures, as the pick listener exports them.
+  // The same two figures, as the pick listener exports them, beside the bodies' two.
   const auto families = PickConnectionMetrics(*server_);
-  ASSERT_EQ(families.size(), 2U);
+  ASSERT_EQ(families.size(), 4U);
   EXPECT_EQ(families[0].name, "eoc_pick_connections");
   EXPECT_EQ(families[0].metric.at(0).gauge.value, 2);
   EXPECT_EQ(families[1].name, "eoc_pick_connections_evicted_total");
   EXPECT_EQ(families[1].metric.at(0).counter.value, 1);
+  EXPECT_EQ(families[2].name, "eoc_pick_requests_shed_total");
+  EXPECT_EQ(families[2].metric.at(0).counter.value, 0);
+  EXPECT_EQ(families[3].name, "eoc_pick_body_bytes");
 }
 
 TEST_F(HttpServerTest, HalfOpenConnectionsBeyondTheCapDoNotLockOutAWellBehavedClient) {
@@ -690,6 +694,91 @@ TEST_F(HttpServerTest, MoreThanTheBufferBehindADeferredRequestClosesTheConnectio
   ASSERT_TRUE(AwaitAbandoned(1));
   EXPECT_EQ(Abandoned(), std::vector<Abandon>{Abandon::kClientGone});
   EXPECT_TRUE(client.WaitForClose());
+}
+
+std::string PostHead(std::string_view path, std::size_t length) {
+  return "POST " + std::string(path) +
+         " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
+}
+
+// Waits (bounded) until `done` holds.
+template <typename Done>
+bool Await(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + RawClient::kPatience;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// Bodies used to be allocated whole from Content-Length before a byte of them came, with no bound
+// over the process: about a thousand stalled uploads of 1 MiB passed the chart's memory limit. A
+// body's memory now comes as its bytes do, from one budget over every connection.
+TEST_F(HttpServerTest, ABodysMemoryComesAsItsBytesDo) {
+  StartServer({.max_body_bytes = 1024 * 1024, .max_body_bytes_in_flight = 4 * 1024 * 1024});
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 20; ++i) {  // 20 MiB announced, a byte of each sent
+    stalled.push_back(std::make_unique<RawClient>(port()));
+    ASSERT_TRUE(stalled.back()->Send(PostHead("/v1/echo", 1024 * 1024) + "x"));
+  }
+  ASSERT_TRUE(Await([&] { return server_->body_bytes_in_flight() >= 20U; }));
+  // Each holds its byte and room for 64 KiB more: 1.3 MiB, not 20.
+  EXPECT_LE(server_->body_bytes_in_flight(), 20U * (64 * 1024 + 1));
+  // Room for another: a whole request is served.
+  EXPECT_EQ(Fetch(PostHead("/v1/echo", 5) + "hello")->status, 200);
+  EXPECT_EQ(server_->shed_requests(), 0U);
+}
+
+// Past the budget a request is shed with 503 and Retry-After, its memory given back, and served
+// again once the budget has room.
+TEST_F(HttpServerTest, BodiesPastTheBudgetAreShedWith503AndRetryAfter) {
+  constexpr std::size_t kBody = 64 * 1024;
+  StartServer({.max_body_bytes = kBody, .max_body_bytes_in_flight = 2 * kBody});
+  auto first = std::make_unique<RawClient>(port());
+  auto second = std::make_unique<RawClient>(port());
+  ASSERT_TRUE(first->Send(PostHead("/v1/echo", kBody) + "x"));
+  ASSERT_TRUE(second->Send(PostHead("/v1/echo", kBody) + "y"));
+  ASSERT_TRUE(Await([&] { return server_->body_bytes_in_flight() == 2 * kBody; }));
+  for (const std::string& request :
+       {PostHead("/v1/echo", 5) + "hello",
+        std::string("POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\nhello\r\n0\r\n\r\n")}) {
+    const auto shed = Fetch(request);
+    ASSERT_TRUE(shed.has_value());
+    EXPECT_EQ(shed->status, 503);
+    EXPECT_EQ(shed->header("retry-after"), "1");
+    EXPECT_THAT(shed->body, HasSubstr("limit of 131072 bytes of request bodies"));
+  }
+  EXPECT_EQ(server_->shed_requests(), 2U);
+  EXPECT_EQ(echo_calls_, 0);
+  first.reset();
+  second.reset();
+  ASSERT_TRUE(Await([&] { return server_->body_bytes_in_flight() == 0; }));
+  EXPECT_EQ(Fetch(PostHead("/v1/echo", 5) + "hello")->status, 200);
+}
+
+// A route that ignores bodies (the pick endpoint's gateway form) reads and drops them as they
+// come: none is held, whatever its size, and the handler sees none.
+TEST_F(HttpServerTest, ARouteThatDiscardsBodiesHoldsNone) {
+  StartServer({.max_body_bytes = 1024 * 1024, .max_body_bytes_in_flight = 1024 * 1024});
+  RawClient client(port());
+  ASSERT_TRUE(client.Send(PostHead("/v1/ignore", 900 * 1024) + std::string(500 * 1024, 'a')));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the server read some
+  EXPECT_EQ(server_->body_bytes_in_flight(), 0U);
+  ASSERT_TRUE(client.Send(std::string(400 * 1024, 'b')));
+  const auto response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_THAT(response->body, EndsWith(" body="));
+  // The same on a chunked body, on the same connection.
+  ASSERT_TRUE(
+      client.Send("POST /v1/ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "5\r\nhello\r\n0\r\n\r\n"));
+  const auto chunked = client.ReadResponse();
+  ASSERT_TRUE(chunked.has_value());
+  EXPECT_THAT(chunked->body, EndsWith(" body="));
+  EXPECT_EQ(server_->body_bytes_in_flight(), 0U);
 }
 
 TEST_F(HttpServerTest, StopAnswersWaitingDeferredRequests503) {
