@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "cli/kube_flags.h"
+#include "common/descriptors.h"
 #include "common/stop_signals.h"
 #include "controller/demand.h"
 #include "controller/kube_metrics.h"
@@ -66,13 +67,37 @@ struct Flags {
   std::size_t max_sessions_total = 4'000'000;
   int autoscaler_tick_ms = 1000;
   std::string pod_deletion_cost = "auto";
+  int fd_reserve = 1024;
 };
+
+// Connections each of the /metrics and probe listeners holds open at once: Prometheus and the
+// kubelet need a few.
+constexpr std::size_t kProbeListenerConnections = 64;
+
+// Raises the soft open-files limit to the hard one, after checking that the connection caps and
+// fetches in flight fit under it with --fd-reserve to spare; throws naming the flags when not.
+void RaiseDescriptorLimit(const Flags& flags, const Logger& log) {
+  const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
+  const std::vector<eoc::DescriptorUse> uses = {
+      {"--pick-max-connections", static_cast<std::uint64_t>(flags.pick_max_connections)},
+      {"--scrape-max-in-flight", static_cast<std::uint64_t>(flags.scrape_max_in_flight)},
+      {"the /metrics and probe listeners", (shared ? 1 : 2) * kProbeListenerConnections},
+      {"--fd-reserve", static_cast<std::uint64_t>(flags.fd_reserve)}};
+  std::string error;
+  const auto limits = eoc::ReadDescriptorLimits(&error);
+  const auto plan = limits ? eoc::PlanDescriptors(*limits, uses, &error) : std::nullopt;
+  if (!plan || !eoc::SetSoftDescriptorLimit(plan->soft, &error)) throw std::runtime_error(error);
+  log.Info("open-files limit", {{"soft", plan->soft},
+                                {"was", limits->soft},
+                                {"hard", limits->hard},
+                                {"needed", plan->needed}});
+}
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
                                                const eoc::telemetry::Metrics* metrics) {
-  auto server =
-      std::make_unique<eoc::server::HttpServer>(eoc::server::ServerOptions{.address = address});
+  auto server = std::make_unique<eoc::server::HttpServer>(
+      eoc::server::ServerOptions{.address = address, .max_connections = kProbeListenerConnections});
   if (readiness != nullptr) {
     server->Handle("GET", "/healthz", eoc::server::HealthzHandler());
     server->Handle("GET", "/readyz", eoc::server::ReadyzHandler(*readiness));
@@ -87,6 +112,7 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
 
 int Run(const Flags& flags) {
   const Logger log("controller");
+  RaiseDescriptorLimit(flags, log);
   const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
   const kube::RestConfig& config = api.config;
   kube::Client& client = *api.client;
@@ -336,6 +362,12 @@ int main(int argc, char** argv) {
          "later), always, or never (then it drains the pods the ReplicaSet controller's own "
          "ranking removes)")
       ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--fd-reserve", f.fd_reserve,
+                 "open files kept beside the connection caps and fetches in flight, for API "
+                 "calls and watches, the Lease and files; at start the soft open-files limit is "
+                 "raised to the hard one, which must hold them all")
+      ->check(CLI::Range(64, 1'000'000))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }
