@@ -58,6 +58,10 @@ struct Flags {
   int scrape_max_in_flight = 64;
   int carbon_poll_interval_seconds = 300;  // signals::kMinCarbonPollInterval
   int carbon_timeout_seconds = 10;         // carbon::kCarbonFetchTimeout
+  int carbon_max_in_flight = 8;            // carbon::kCarbonMaxInFlight
+  int max_carbon_sdk_urls_per_namespace = 4;
+  int max_carbon_config_maps_per_namespace = 4;
+  int max_exporter_selectors_per_namespace = 4;
   std::string pick_bind_address = ":8090";
   int pick_threads = 2;
   int pick_max_connections = 4096;
@@ -81,6 +85,7 @@ void RaiseDescriptorLimit(const Flags& flags, const Logger& log) {
   const std::vector<eoc::DescriptorUse> uses = {
       {"--pick-max-connections", static_cast<std::uint64_t>(flags.pick_max_connections)},
       {"--scrape-max-in-flight", static_cast<std::uint64_t>(flags.scrape_max_in_flight)},
+      {"--carbon-max-in-flight", static_cast<std::uint64_t>(flags.carbon_max_in_flight)},
       {"the /metrics and probe listeners", (shared ? 1 : 2) * kProbeListenerConnections},
       {"--fd-reserve", static_cast<std::uint64_t>(flags.fd_reserve)}};
   std::string error;
@@ -158,7 +163,14 @@ int Run(const Flags& flags) {
        .reconcile = {.fence = fence, .directory = &directory, .scrape = &scrape_loop},
        .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds),
        .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
-                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)},
+                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds),
+                  .sdk_max_in_flight = static_cast<std::size_t>(flags.carbon_max_in_flight),
+                  .max_sdk_urls_per_namespace =
+                      static_cast<std::size_t>(flags.max_carbon_sdk_urls_per_namespace),
+                  .max_config_maps_per_namespace =
+                      static_cast<std::size_t>(flags.max_carbon_config_maps_per_namespace)},
+       .max_exporter_selectors_per_namespace =
+           static_cast<std::size_t>(flags.max_exporter_selectors_per_namespace),
        .scales = &scale_client,
        .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms),
                   .replica = replica,
@@ -322,6 +334,26 @@ int main(int argc, char** argv) {
   app.add_option("--carbon-timeout", f.carbon_timeout_seconds,
                  "seconds one poll of a Carbon Aware SDK may take, from name lookup to answer")
       ->check(CLI::Range(1, 300))
+      ->capture_default_str();
+  app.add_option("--carbon-max-in-flight", f.carbon_max_in_flight,
+                 "Carbon Aware SDK polls in flight at once; at most half of them for SDKs whose "
+                 "last poll failed or that were never polled")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--max-carbon-sdk-urls-per-namespace", f.max_carbon_sdk_urls_per_namespace,
+                 "distinct spec.carbon.carbonAwareSdk.url that one namespace's pools may use; a "
+                 "pool past it is not polled (CarbonIntensityAvailable False, NamespaceLimit)")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  app.add_option("--max-carbon-config-maps-per-namespace", f.max_carbon_config_maps_per_namespace,
+                 "distinct spec.carbon.configMapRef that one namespace's pools may watch; a pool "
+                 "past it is not watched (CarbonIntensityAvailable False, NamespaceLimit)")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  app.add_option("--max-exporter-selectors-per-namespace", f.max_exporter_selectors_per_namespace,
+                 "distinct spec.energy.exporter (namespace and selector) that one namespace's "
+                 "pools may watch; a pool past it is not watched (said in its Ready condition)")
+      ->check(CLI::Range(1, 10'000))
       ->capture_default_str();
   app.add_option("--pick-bind-address", f.pick_bind_address,
                  "host:port of the pick endpoint that gateways call")
