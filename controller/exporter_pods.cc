@@ -20,7 +20,13 @@ bool MovesService(const kube::PodView& before, const kube::PodView& now) {
 
 ExporterPods::ExporterPods(kube::Client& client, ExporterPodsOptions options, const Clock& clock,
                            Changed changed)
-    : client_(client), options_(options), clock_(clock), changed_(std::move(changed)) {}
+    : client_(client),
+      options_(options),
+      clock_(clock),
+      changed_(std::move(changed)),
+      selectors_({.limit = options.max_selectors_per_namespace,
+                  .what = "exporters (spec.energy.exporter namespace and selector)",
+                  .flag = "--max-exporter-selectors-per-namespace"}) {}
 
 ExporterPods::~ExporterPods() { Stop(); }
 
@@ -55,8 +61,7 @@ std::unique_ptr<ExporterPods::Watch> ExporterPods::MakeWatch(const std::string& 
   return watch;
 }
 
-std::vector<std::shared_ptr<const kube::PodView>> ExporterPods::Track(
-    const std::string& pool_key, const api::InferencePool& pool) {
+ExporterRead ExporterPods::Track(const std::string& pool_key, const api::InferencePool& pool) {
   const auto& exporter = pool.spec.energy.exporter;
   std::string ns;
   std::string selector;
@@ -67,16 +72,19 @@ std::vector<std::shared_ptr<const kube::PodView>> ExporterPods::Track(
     key = ns + "?" + selector;
   }
   std::unique_ptr<Watch> unused;
-  std::vector<std::shared_ptr<const kube::PodView>> pods;
+  ExporterRead read;
   {
     const std::lock_guard lock(mu_);
     if (stopped_) return {};
+    // Past its namespace's cap, the pool's exporter is not watched.
+    read.refused = selectors_.Use(pool_key, pool.ns, key);
+    if (!read.refused.empty()) key.clear();
     const Watch* watch = watches_.Use(
         pool_key, key, [&] { return MakeWatch(key, ns, selector); }, unused);
-    if (watch != nullptr && watch->HasSynced()) pods = watch->List();
+    if (watch != nullptr && watch->HasSynced()) read.pods = watch->List();
   }
   unused.reset();  // stops it without the lock
-  return pods;
+  return read;
 }
 
 void ExporterPods::Forget(const std::string& pool_key) {
@@ -84,6 +92,7 @@ void ExporterPods::Forget(const std::string& pool_key) {
   {
     const std::lock_guard lock(mu_);
     unused = watches_.Forget(pool_key);
+    selectors_.Forget(pool_key);
   }
   unused.reset();  // stops it without the lock
 }

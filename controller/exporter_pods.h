@@ -13,6 +13,11 @@
 // it or names another. When one of its pods comes, goes, or changes where and whether it serves
 // (node, IP, readiness, deletion), `changed` is called with each pool that reads it, on the
 // informer's thread.
+//
+// The pools of one namespace may name at most max_selectors_per_namespace distinct exporters
+// (namespace and selector; common/namespace_cap.h): a pool that would pass the cap gets no watch
+// and no pods, and the answer says why, naming the flag; it is taken at a later Track once there
+// is room.
 #pragma once
 
 #include <chrono>
@@ -24,6 +29,7 @@
 
 #include "api/inference_pool.h"
 #include "common/clock.h"
+#include "common/namespace_cap.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/pod_view.h"
@@ -31,15 +37,21 @@
 
 namespace eoc::controller {
 
+// A pool's exporter pods, as Track gives them.
+struct ExporterRead {
+  std::vector<std::shared_ptr<const kube::PodView>> pods;
+  // Why the exporter is not watched (its namespace is at a cap); empty when it is.
+  std::string refused;
+};
+
 // What the reconcile asks; thread-safe.
 class ExporterSource {
  public:
   virtual ~ExporterSource() = default;
   // The pods that pool.spec.energy.exporter selects in its namespace (the pool's, unless it names
-  // one), watched from now on for the pool. None for a pool without an exporter, and until the
-  // watch has its first list.
-  virtual std::vector<std::shared_ptr<const kube::PodView>> Track(
-      const std::string& pool_key, const api::InferencePool& pool) = 0;
+  // one), watched from now on for the pool. None for a pool without an exporter, until the watch
+  // has its first list, and while the pool's namespace is at its cap.
+  virtual ExporterRead Track(const std::string& pool_key, const api::InferencePool& pool) = 0;
   // The pool is gone: its watch goes too when no other pool reads it.
   virtual void Forget(const std::string& pool_key) = 0;
 };
@@ -50,6 +62,8 @@ struct ExporterPodsOptions {
   // The watches' reflector hooks (failed lists and watches: logged, counted); null: none.
   // Called from every watch's thread; must outlive this.
   kube::ReflectorMetrics* metrics = nullptr;
+  // Distinct exporters (namespace and selector) the pools of one namespace may name.
+  std::size_t max_selectors_per_namespace = 4;
 };
 
 class ExporterPods final : public ExporterSource {
@@ -68,8 +82,7 @@ class ExporterPods final : public ExporterSource {
   // Ends every watch; Track() then starts none and returns no pods.
   void Stop();
 
-  std::vector<std::shared_ptr<const kube::PodView>> Track(const std::string& pool_key,
-                                                          const api::InferencePool& pool) override;
+  ExporterRead Track(const std::string& pool_key, const api::InferencePool& pool) override;
   void Forget(const std::string& pool_key) override;
 
   // The watches running now (for tests): one per namespace and selector in use.
@@ -94,6 +107,7 @@ class ExporterPods final : public ExporterSource {
   bool stopped_ = false;  // guarded by mu_
   // By "namespace?selector", the pools by key; guarded by mu_.
   kube::SharedInformers<kube::PodView> watches_;
+  NamespaceCap selectors_;  // guarded by mu_
 };
 
 }  // namespace eoc::controller

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "cli/kube_flags.h"
+#include "common/descriptors.h"
 #include "common/stop_signals.h"
 #include "controller/demand.h"
 #include "controller/kube_metrics.h"
@@ -57,6 +58,10 @@ struct Flags {
   int scrape_max_in_flight = 64;
   int carbon_poll_interval_seconds = 300;  // signals::kMinCarbonPollInterval
   int carbon_timeout_seconds = 10;         // carbon::kCarbonFetchTimeout
+  int carbon_max_in_flight = 8;            // carbon::kCarbonMaxInFlight
+  int max_carbon_sdk_urls_per_namespace = 4;
+  int max_carbon_config_maps_per_namespace = 4;
+  int max_exporter_selectors_per_namespace = 4;
   std::string pick_bind_address = ":8090";
   int pick_threads = 2;
   int pick_max_connections = 4096;
@@ -67,13 +72,38 @@ struct Flags {
   std::size_t max_sessions_total = 4'000'000;
   int autoscaler_tick_ms = 1000;
   std::string pod_deletion_cost = "auto";
+  int fd_reserve = 1024;
 };
+
+// Connections each of the /metrics and probe listeners holds open at once: Prometheus and the
+// kubelet need a few.
+constexpr std::size_t kProbeListenerConnections = 64;
+
+// Raises the soft open-files limit to the hard one, after checking that the connection caps and
+// fetches in flight fit under it with --fd-reserve to spare; throws naming the flags when not.
+void RaiseDescriptorLimit(const Flags& flags, const Logger& log) {
+  const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
+  const std::vector<eoc::DescriptorUse> uses = {
+      {"--pick-max-connections", static_cast<std::uint64_t>(flags.pick_max_connections)},
+      {"--scrape-max-in-flight", static_cast<std::uint64_t>(flags.scrape_max_in_flight)},
+      {"--carbon-max-in-flight", static_cast<std::uint64_t>(flags.carbon_max_in_flight)},
+      {"the /metrics and probe listeners", (shared ? 1 : 2) * kProbeListenerConnections},
+      {"--fd-reserve", static_cast<std::uint64_t>(flags.fd_reserve)}};
+  std::string error;
+  const auto limits = eoc::ReadDescriptorLimits(&error);
+  const auto plan = limits ? eoc::PlanDescriptors(*limits, uses, &error) : std::nullopt;
+  if (!plan || !eoc::SetSoftDescriptorLimit(plan->soft, &error)) throw std::runtime_error(error);
+  log.Info("open-files limit", {{"soft", plan->soft},
+                                {"was", limits->soft},
+                                {"hard", limits->hard},
+                                {"needed", plan->needed}});
+}
 
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
                                                const eoc::telemetry::Metrics* metrics) {
-  auto server =
-      std::make_unique<eoc::server::HttpServer>(eoc::server::ServerOptions{.address = address});
+  auto server = std::make_unique<eoc::server::HttpServer>(
+      eoc::server::ServerOptions{.address = address, .max_connections = kProbeListenerConnections});
   if (readiness != nullptr) {
     server->Handle("GET", "/healthz", eoc::server::HealthzHandler());
     server->Handle("GET", "/readyz", eoc::server::ReadyzHandler(*readiness));
@@ -88,6 +118,7 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
 
 int Run(const Flags& flags) {
   const Logger log("controller");
+  RaiseDescriptorLimit(flags, log);
   const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
   const kube::RestConfig& config = api.config;
   kube::Client& client = *api.client;
@@ -133,7 +164,14 @@ int Run(const Flags& flags) {
        .reconcile = {.fence = fence, .directory = &directory, .scrape = &scrape_loop},
        .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds),
        .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
-                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds)},
+                  .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds),
+                  .sdk_max_in_flight = static_cast<std::size_t>(flags.carbon_max_in_flight),
+                  .max_sdk_urls_per_namespace =
+                      static_cast<std::size_t>(flags.max_carbon_sdk_urls_per_namespace),
+                  .max_config_maps_per_namespace =
+                      static_cast<std::size_t>(flags.max_carbon_config_maps_per_namespace)},
+       .max_exporter_selectors_per_namespace =
+           static_cast<std::size_t>(flags.max_exporter_selectors_per_namespace),
        .scales = &scale_client,
        .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms),
                   .replica = replica,
@@ -299,6 +337,26 @@ int main(int argc, char** argv) {
                  "seconds one poll of a Carbon Aware SDK may take, from name lookup to answer")
       ->check(CLI::Range(1, 300))
       ->capture_default_str();
+  app.add_option("--carbon-max-in-flight", f.carbon_max_in_flight,
+                 "Carbon Aware SDK polls in flight at once; at most half of them for SDKs whose "
+                 "last poll failed or that were never polled")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--max-carbon-sdk-urls-per-namespace", f.max_carbon_sdk_urls_per_namespace,
+                 "distinct spec.carbon.carbonAwareSdk.url that one namespace's pools may use; a "
+                 "pool past it is not polled (CarbonIntensityAvailable False, NamespaceLimit)")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  app.add_option("--max-carbon-config-maps-per-namespace", f.max_carbon_config_maps_per_namespace,
+                 "distinct spec.carbon.configMapRef that one namespace's pools may watch; a pool "
+                 "past it is not watched (CarbonIntensityAvailable False, NamespaceLimit)")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  app.add_option("--max-exporter-selectors-per-namespace", f.max_exporter_selectors_per_namespace,
+                 "distinct spec.energy.exporter (namespace and selector) that one namespace's "
+                 "pools may watch; a pool past it is not watched (said in its Ready condition)")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
   app.add_option("--pick-bind-address", f.pick_bind_address,
                  "host:port of the pick endpoint that gateways call")
       ->capture_default_str();
@@ -343,6 +401,12 @@ int main(int argc, char** argv) {
          "later), always, or never (then it drains the pods the ReplicaSet controller's own "
          "ranking removes)")
       ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--fd-reserve", f.fd_reserve,
+                 "open files kept beside the connection caps and fetches in flight, for API "
+                 "calls and watches, the Lease and files; at start the soft open-files limit is "
+                 "raised to the hard one, which must hold them all")
+      ->check(CLI::Range(64, 1'000'000))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

@@ -86,7 +86,7 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
           kube::resources::kConfigMaps.QualifiedName(),
           kube_metrics != nullptr ? &kube_metrics->Reflector(kube::resources::kConfigMaps.resource)
                                   : nullptr)),
-      sdk_fetcher_(carbon::MakeCarbonFetcher()),
+      sdk_fetcher_(carbon::MakeCarbonFetcher(options_.carbon.sdk_max_in_flight)),
       grid_(std::make_unique<carbon::GridIntensities>(
           client, *sdk_fetcher_,
           [&] {
@@ -100,8 +100,10 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
           kube_metrics != nullptr ? &kube_metrics->Reflector(kExporterPodsMetric) : nullptr)),
       exporters_(std::make_unique<ExporterPods>(
           client,
-          ExporterPodsOptions{.stale_after = options_.stale_after,
-                              .metrics = exporter_hooks_.get()},
+          ExporterPodsOptions{
+              .stale_after = options_.stale_after,
+              .metrics = exporter_hooks_.get(),
+              .max_selectors_per_namespace = options_.max_exporter_selectors_per_namespace},
           clock, [this](const std::string& pool) { controller_.Add(pool); })),
       status_client_(client),
       scaler_(options_.scales == nullptr

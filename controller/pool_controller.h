@@ -49,6 +49,8 @@ struct PoolControllerOptions {
   // The live carbon sources (spec.carbon.configMapRef watches, carbonAwareSdk polls), which the
   // controller runs for its reconciler (reconcile.grid is set to them).
   carbon::GridIntensitiesOptions carbon;
+  // Distinct energy exporters (spec.energy.exporter) the pools of one namespace may name.
+  std::size_t max_exporter_selectors_per_namespace = 4;
   // The autoscaler: the client it reads and writes /scale through (null: no autoscaler) and its
   // options (its fence and directory are reconcile's, its `changed` reconciles the pool); its
   // metrics may be null. Both must outlive the controller.

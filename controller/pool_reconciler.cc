@@ -147,10 +147,11 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   }
   carbon::ZoneReadings grid;
   if (pool.errors.empty()) grid = ReadGrid(key, pool, workers->workers);
+  std::string exporter_refused;
   // After the directory, so that the loop's first scrapes find the pool's state (and its marks).
   if (options_.scrape != nullptr && pool.errors.empty()) {
     options_.scrape->SetPool(
-        ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool)));
+        ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool, &exporter_refused)));
   }
   if (metrics_ != nullptr) {
     metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
@@ -167,7 +168,8 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
     RecordAnnotationErrors(pool, *workers, records_[key]);
   }
   if (!pool.errors.empty()) return Publish(*object, workers->workers, {});
-  StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers)};
+  StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers),
+                      .exporter_refused = std::move(exporter_refused)};
   if (pool.spec.carbon.has_source()) inputs.carbon = grid;
   if (options_.scaling != nullptr) inputs.scaling = options_.scaling->Report(key);
   if (options_.scrape != nullptr) {
@@ -197,13 +199,14 @@ carbon::ZoneReadings PoolReconciler::ReadGrid(const std::string& key,
   return carbon::StaticReadings(pool.spec.carbon, zones, clock_.Now());
 }
 
-NodeExporters PoolReconciler::ReadExporters(const std::string& key,
-                                            const api::InferencePool& pool) const {
+NodeExporters PoolReconciler::ReadExporters(const std::string& key, const api::InferencePool& pool,
+                                            std::string* refused) const {
   if (options_.exporters == nullptr) return {};
-  auto pods = options_.exporters->Track(key, pool);  // also when none: a watch may be released
+  ExporterRead read = options_.exporters->Track(key, pool);  // also when none: a watch may go
+  *refused = std::move(read.refused);
   const auto& exporter = pool.spec.energy.exporter;
   if (!exporter) return {};
-  return ExportersByNode(pods, exporter->port, exporter->path);
+  return ExportersByNode(read.pods, exporter->port, exporter->path);
 }
 
 std::vector<routing::Worker> PoolReconciler::Weigh(

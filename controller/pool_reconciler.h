@@ -180,8 +180,10 @@ class PoolReconciler final : public kube::Reconciler {
   // The intensities of the zones of the pool's workers, from options_.grid (or the static map).
   carbon::ZoneReadings ReadGrid(const std::string& key, const api::InferencePool& pool,
                                 const std::vector<routing::Worker>& workers);
-  // The exporter on each node for the pool's spec.energy.exporter, from options_.exporters.
-  NodeExporters ReadExporters(const std::string& key, const api::InferencePool& pool) const;
+  // The exporter on each node for the pool's spec.energy.exporter, from options_.exporters; why
+  // it is not watched in *refused (empty when it is).
+  NodeExporters ReadExporters(const std::string& key, const api::InferencePool& pool,
+                              std::string* refused) const;
   // The pool's workers with the weights the leader would publish now.
   std::vector<routing::Worker> Weigh(const std::string& key, const api::InferencePool& pool,
                                      const std::vector<routing::Worker>& workers,

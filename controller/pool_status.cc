@@ -49,6 +49,12 @@ std::string ZoneErrors(const std::vector<signals::ZoneIntensityError>& errors) {
   });
 }
 
+// "; spec.energy.exporter is not watched: ..."; "" when it is.
+std::string ExporterRefusedNote(const std::string& refused) {
+  if (refused.empty()) return "";
+  return "; spec.energy.exporter is not watched: " + refused;
+}
+
 std::string WorkerCount(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " worker is ready" : " workers are ready");
 }
@@ -63,6 +69,10 @@ api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, st
                                         std::size_t zoned, const std::string& zone_label,
                                         std::int64_t generation) {
   const auto type = api::kConditionCarbonIntensityAvailable;
+  if (!readings.refused.empty()) {
+    return Make(type, "False", reasons::kNamespaceLimit,
+                "the carbon source is not read: " + readings.refused, generation);
+  }
   if (workers == 0) {
     return Make(type, "Unknown", reasons::kNoReadyWorkers, "the pool has no worker", generation);
   }
@@ -166,7 +176,8 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
   if (!inputs.keep_table || !pool.status.routing) {
     next.routing = BuildRoutingTable(pool.spec, workers, pool.status.routing);
   }
-  const std::string profiles = MissingProfilesNote(inputs.missing_profiles);
+  const std::string notes =
+      MissingProfilesNote(inputs.missing_profiles) + ExporterRefusedNote(inputs.exporter_refused);
   if (workers.empty()) {
     api::SetCondition(conditions,
                       Make(api::kConditionReady, "False", reasons::kNoReadyWorkers,
@@ -177,14 +188,15 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
         conditions,
         Make(api::kConditionReady, "True", reasons::kTableTruncated,
              WorkerCount(workers.size()) + "; the routing table lists the first " +
-                 std::to_string(api::kMaxRoutingTableWorkers) + " by pod name" + profiles,
+                 std::to_string(api::kMaxRoutingTableWorkers) + " by pod name" + notes,
              gen),
         now);
-  } else if (!profiles.empty()) {
-    api::SetCondition(conditions,
-                      Make(api::kConditionReady, "True", reasons::kEnergyProfileMissing,
-                           WorkerCount(workers.size()) + profiles, gen),
-                      now);
+  } else if (!notes.empty()) {
+    const char* reason =
+        inputs.missing_profiles.empty() ? reasons::kNamespaceLimit : reasons::kEnergyProfileMissing;
+    api::SetCondition(
+        conditions,
+        Make(api::kConditionReady, "True", reason, WorkerCount(workers.size()) + notes, gen), now);
   } else {
     api::SetCondition(conditions,
                       Make(api::kConditionReady, "True", reasons::kWorkersReady,

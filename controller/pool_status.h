@@ -38,6 +38,7 @@ inline constexpr const char* kLastValuesHeld = "LastValuesHeld";
 inline constexpr const char* kZonesUnknown = "ZonesUnknown";
 inline constexpr const char* kZonesPending = "Pending";
 inline constexpr const char* kNoZones = "NoZones";
+inline constexpr const char* kNamespaceLimit = "NamespaceLimit";
 }  // namespace reasons
 
 // The MetricsAvailable condition for `summary`:
@@ -66,6 +67,7 @@ api::Condition MetricsAvailableCondition(const ScrapeSummary& summary, std::int6
 //   a ConfigMap or static map without the zone)            False    ZonesUnknown
 //   no error, but some zone not yet answered               Unknown  Pending
 //   no worker with a zone                                  Unknown  NoZones (or NoReadyWorkers)
+//   the source is not read: its namespace is at a cap     False    NamespaceLimit (before all)
 // The message names each such zone and its source's error (the first few, and how many more).
 api::Condition CarbonIntensityCondition(const carbon::ZoneReadings& readings, std::size_t workers,
                                         std::size_t zoned, const std::string& zone_label,
@@ -94,6 +96,8 @@ struct StatusInputs {
   // What the pool's carbon source gave for its workers' zones; nullopt without a source (then
   // the pool has no CarbonIntensityAvailable condition).
   std::optional<carbon::ZoneReadings> carbon;
+  // Why spec.energy.exporter is not watched (its namespace is at a cap); empty when it is.
+  std::string exporter_refused;
   // What the autoscaler reports of the pool (ScalingActive, desiredReplicas, lastScaleTime);
   // nullopt while it has not ticked for the pool (or does not run).
   std::optional<ScalingReport> scaling;
@@ -106,7 +110,9 @@ struct StatusInputs {
 // MetricsAvailableCondition(*inputs.scrapes), or Unknown/NotScraped while nothing scrapes the
 // pool. Workers without an energy profile under an energy strategy leave Ready True with the
 // reason EnergyProfileMissing (RoutingTableTruncated wins the reason; the message says both),
-// naming the first few accelerators and how many more.
+// naming the first few accelerators and how many more. An exporter not watched
+// (inputs.exporter_refused) leaves Ready True too, with the reason NamespaceLimit when no other
+// reason above applies, and its message says why.
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                                        const std::vector<routing::Worker>& workers,
                                        const std::string& now, const StatusInputs& inputs = {});

@@ -170,10 +170,10 @@ std::optional<std::string> ResolveHost(const std::string& host, std::chrono::mil
   return state->address;
 }
 
-std::unique_ptr<MetricsFetcher> MakeCarbonFetcher() {
+std::unique_ptr<MetricsFetcher> MakeCarbonFetcher(std::size_t max_in_flight) {
   return std::make_unique<DirectFetcher>(DirectFetcherOptions{
       .threads = 1,
-      .max_in_flight = 4,
+      .max_in_flight = max_in_flight,
       .max_queued = 64,
       .body_limit = kMaxEmissionsAnswerBytes,
       .header_limit = std::size_t{64} << 10,
@@ -223,6 +223,7 @@ bool CarbonAwareSdkSource::Poll(std::string_view base_url, std::span<const std::
   if (!schedule_.Due(key, now)) return false;
   schedule_.Attempted(key, now);
   const EmissionsAnswer answer = FetchEmissions(fetcher_, base_url, zones, options_);
+  answered_ = !answer.error;
   for (const std::string& zone : zones) {
     if (answer.error) {
       intensities_.Fail(zone, *answer.error, now);

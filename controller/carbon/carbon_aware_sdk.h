@@ -61,8 +61,9 @@ using Resolver = std::function<std::optional<std::string>(
 std::optional<std::string> ResolveHost(const std::string& host, std::chrono::milliseconds timeout,
                                        std::string* error);
 
-// A DirectFetcher for the SDK: one thread, a few connections, the answer's body limit.
-std::unique_ptr<MetricsFetcher> MakeCarbonFetcher();
+// A DirectFetcher for the SDK: one thread, `max_in_flight` connections (as many as the polls in
+// flight, so that none waits in the fetcher's queue behind a hung one), the answer's body limit.
+std::unique_ptr<MetricsFetcher> MakeCarbonFetcher(std::size_t max_in_flight = 8);
 
 struct CarbonAwareSdkOptions {
   std::chrono::milliseconds timeout = kCarbonFetchTimeout;
@@ -87,6 +88,8 @@ class CarbonAwareSdkSource {
   bool Poll(std::string_view base_url, std::span<const std::string> zones, signals::SteadyTime now);
 
   const signals::ZoneIntensities& intensities() const { return intensities_; }
+  // Whether the last fetch got an answer that could be read (some zones may still be missing).
+  bool answered() const { return answered_; }
   const signals::PollSchedule& schedule() const { return schedule_; }
 
  private:
@@ -94,6 +97,7 @@ class CarbonAwareSdkSource {
   CarbonAwareSdkOptions options_;
   signals::ZoneIntensities intensities_;
   signals::PollSchedule schedule_;
+  bool answered_ = false;
 };
 
 }  // namespace eoc::controller::carbon

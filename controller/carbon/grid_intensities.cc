@@ -76,7 +76,14 @@ GridIntensities::GridIntensities(kube::Client& client, MetricsFetcher& sdk_fetch
                .min_interval = options.sdk_poll_interval,
                .hold = kLongestHold,
                .resolve = options.resolve ? options.resolve : Resolver(ResolveHost)},
-              clock, [this](const std::string& url) { NotifyPools("", url); }) {}
+              options.sdk_max_in_flight, clock,
+              [this](const std::string& url) { NotifyPools("", url); }),
+      sdk_urls_({.limit = options.max_sdk_urls_per_namespace,
+                 .what = "Carbon Aware SDK URLs (spec.carbon.carbonAwareSdk.url)",
+                 .flag = "--max-carbon-sdk-urls-per-namespace"}),
+      config_maps_({.limit = options.max_config_maps_per_namespace,
+                    .what = "ConfigMaps (spec.carbon.configMapRef)",
+                    .flag = "--max-carbon-config-maps-per-namespace"}) {}
 
 GridIntensities::~GridIntensities() { Stop(); }
 
@@ -129,7 +136,7 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
   const std::vector<std::string> zones = Distinct(zones_asked);
   std::string config_map;
   if (carbon.config_map_ref) config_map = pool.ns + "/" + carbon.config_map_ref->name;
-  const std::string sdk_url = carbon.carbon_aware_sdk ? carbon.carbon_aware_sdk->url : "";
+  std::string sdk_url = carbon.carbon_aware_sdk ? carbon.carbon_aware_sdk->url : "";
   const bool live = !config_map.empty() || !sdk_url.empty();
   const std::chrono::seconds hold(std::max(0, carbon.max_stale_seconds));
   std::unique_ptr<Watch> unused;
@@ -137,6 +144,13 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
   {
     const std::lock_guard lock(mu_);
     if (stopped_) return live ? ZoneReadings{.pending = zones} : StaticReadings(carbon, zones, now);
+    // Past its namespace's cap, the pool's source is neither watched nor polled.
+    std::string refused = config_maps_.Use(pool_key, pool.ns, config_map);
+    if (!refused.empty()) config_map.clear();
+    if (std::string why = sdk_urls_.Use(pool_key, pool.ns, sdk_url); !why.empty()) {
+      sdk_url.clear();
+      refused = std::move(why);
+    }
     auto it = pools_.find(pool_key);
     const bool fresh = it == pools_.end() || it->second.config_map != config_map ||
                        it->second.sdk_url != sdk_url || it->second.table.hold() != hold;
@@ -171,6 +185,7 @@ ZoneReadings GridIntensities::Track(const std::string& pool_key, const api::Infe
       }
     }
     out = live ? ReadingsOf(track.table, zones, now) : StaticReadings(carbon, zones, now);
+    out.refused = std::move(refused);
   }
   unused.reset();  // stops it without the lock
   return out;
@@ -184,6 +199,8 @@ void GridIntensities::Forget(const std::string& pool_key) {
     if (it == pools_.end()) return;
     const bool sdk = !it->second.sdk_url.empty();
     pools_.erase(it);
+    sdk_urls_.Forget(pool_key);
+    config_maps_.Forget(pool_key);
     if (sdk) WantSdkLocked();
     unused = watches_.Forget(pool_key);
   }

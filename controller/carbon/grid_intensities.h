@@ -17,6 +17,11 @@
 // watched (a list and watch of that one object, by field selector) while a pool refers to it; an
 // SDK URL is polled while a pool uses it. When either changes, `changed` is called with each pool
 // that uses it, on the informer's or the poller's thread.
+//
+// Each namespace's pools may name at most max_sdk_urls_per_namespace distinct SDK URLs and
+// max_config_maps_per_namespace distinct ConfigMaps (common/namespace_cap.h): a pool whose source
+// would pass its namespace's cap is neither polled nor watched, and its readings say so
+// (ZoneReadings::refused), naming the cap's flag; it is taken at a later Track once there is room.
 #pragma once
 
 #include <chrono>
@@ -30,6 +35,7 @@
 
 #include "api/inference_pool.h"
 #include "common/clock.h"
+#include "common/namespace_cap.h"
 #include "controller/carbon/config_map_intensities.h"
 #include "controller/carbon/sdk_poller.h"
 #include "controller/scrape/metrics_fetcher.h"
@@ -47,6 +53,8 @@ struct ZoneReadings {
   // Zones whose source fails but whose last good value is still used (within the hold); by zone.
   std::vector<signals::ZoneIntensityError> held;
   std::vector<std::string> pending;  // zones the source has not answered for yet; sorted
+  // Why the pool's source is not read at all (its namespace is at a cap); empty when it is.
+  std::string refused;
 
   bool operator==(const ZoneReadings&) const = default;
 };
@@ -72,6 +80,11 @@ struct GridIntensitiesOptions {
   // The SDK's: each URL and zone set asked at most this often, each poll within `sdk_timeout`.
   std::chrono::seconds sdk_poll_interval = signals::kMinCarbonPollInterval;
   std::chrono::milliseconds sdk_timeout = kCarbonFetchTimeout;
+  // SDK polls in flight at once (the poller's threads; the fetcher given should allow as many).
+  std::size_t sdk_max_in_flight = kCarbonMaxInFlight;
+  // Distinct SDK URLs, and ConfigMaps, that the pools of one namespace may use.
+  std::size_t max_sdk_urls_per_namespace = 4;
+  std::size_t max_config_maps_per_namespace = 4;
   // Resolves the SDK's host names; empty: ResolveHost.
   Resolver resolve;
   // The ConfigMap watches' reflector hooks (failed lists and watches: logged, counted); null:
@@ -129,6 +142,8 @@ class GridIntensities final : public GridSource {
   std::map<std::string, PoolTrack> pools_;  // by pool key; guarded by mu_
   // The ConfigMap watches by "ns/name", the pools by key; guarded by mu_.
   kube::SharedInformers<IntensityConfigMap> watches_;
+  NamespaceCap sdk_urls_;     // guarded by mu_
+  NamespaceCap config_maps_;  // guarded by mu_
 };
 
 }  // namespace eoc::controller::carbon

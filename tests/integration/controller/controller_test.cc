@@ -1,12 +1,15 @@
 // The eoc-controller binary against the real API server: readiness, metrics that promtool
-// accepts, the Lease, its Event, and a clean stop that hands the Lease back.
+// accepts, the Lease, its Event, a clean stop that hands the Lease back, and its open-files limit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "child_process.h"
 #include "control_plane.h"
@@ -191,6 +194,56 @@ TEST_F(ControllerBinaryTest, BadFlagsAndConfigsExitWithAMessage) {
   const int status2 = no_config.Wait();
   EXPECT_TRUE(WIFEXITED(status2) && WEXITSTATUS(status2) != 0);
   EXPECT_THAT(no_config.Output(), HasSubstr("/nonexistent/kubeconfig"));
+}
+
+// The soft and hard "Max open files" of process `pid`, as /proc/PID/limits gives them.
+std::pair<std::string, std::string> OpenFilesLimits(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("Max open files")) continue;
+    std::istringstream fields(line.substr(std::string_view("Max open files").size()));
+    std::string soft;
+    std::string hard;
+    fields >> soft >> hard;
+    return {soft, hard};
+  }
+  return {};
+}
+
+// Started with a container runtime's low soft limit, the controller raises it to the hard one;
+// with a hard limit too low for its connection caps it exits at once, naming the flags.
+TEST_F(ControllerBinaryTest, RaisesItsOpenFilesLimitAndRefusesCapsThatCannotFit) {
+  constexpr const char* kPrlimit = "/usr/bin/prlimit";
+  if (access(kPrlimit, X_OK) != 0) GTEST_SKIP() << kPrlimit << " is not installed";
+  rlimit ours{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &ours), 0);
+  // 1024 picks + 64 scrapes + 8 SDK polls + 128 for the two listeners + the 1024 reserve = 2248.
+  const rlim_t hard = std::min<rlim_t>(ours.rlim_max, 4096);
+  if (hard < 2248) GTEST_SKIP() << "the hard open-files limit is " << hard << ", below 2248";
+
+  const int health_port = FreePort();
+  std::vector<std::string> args = {kPrlimit, "--nofile=256:" + std::to_string(hard), "--"};
+  for (std::string& a : Args("unused", FreePort(), health_port)) args.push_back(std::move(a));
+  for (const char* a : {"--pick-max-connections", "1024"}) args.emplace_back(a);
+  ChildProcess raised(args, /*merge_stderr=*/true);
+  ASSERT_TRUE(Eventually([&] { return Get(health_port, "/healthz").status == 200; },
+                         std::chrono::seconds(30)))
+      << raised.Output();
+  EXPECT_EQ(OpenFilesLimits(raised.pid()),
+            std::make_pair(std::to_string(hard), std::to_string(hard)))
+      << raised.Output();
+
+  // The default caps (4096 picks and the rest) under a hard limit of 1024.
+  args = {kPrlimit, "--nofile=256:1024", "--"};
+  for (std::string& a : Args("unused", FreePort(), FreePort())) args.push_back(std::move(a));
+  ChildProcess refused(args, /*merge_stderr=*/true);
+  const auto status = refused.WaitFor(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "still running with caps over its limit:\n"
+                                  << refused.Output();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) != 0) << refused.Output();
+  EXPECT_THAT(refused.Output(), HasSubstr("--pick-max-connections 4096 + "));
+  EXPECT_THAT(refused.Output(), HasSubstr("over the hard limit of 1024"));
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ class ExporterPodsTest : public testing::NamespacedTest {
     return Eventually(
         [&] {
           std::set<std::string> names;
-          for (const auto& pod : exporters_->Track(key, pool)) names.insert(pod->name);
+          for (const auto& pod : exporters_->Track(key, pool).pods) names.insert(pod->name);
           return names == want;
         },
         kPatience);
@@ -126,12 +126,34 @@ TEST_F(ExporterPodsTest, PoolsShareAWatchPerNamespaceAndSelectorUntilTheLastLets
   // Pool two goes, pool one names none: no watch is left.
   exporters_->Forget(two);
   EXPECT_EQ(exporters_->Watches(), 1U);
-  EXPECT_TRUE(exporters_->Track(one, Pool("one", "")).empty());
+  EXPECT_TRUE(exporters_->Track(one, Pool("one", "")).pods.empty());
   EXPECT_EQ(exporters_->Watches(), 0U);
   exporters_->Forget(one);  // forgetting a pool with no watch is nothing
   EXPECT_EQ(exporters_->Watches(), 0U);
 
   (void)client_->Delete(resources::kNamespaces, "", other_ns);
+}
+
+// The pools of a namespace name at most 4 distinct exporters (the default): a fifth gets no watch
+// and says which cap refused it; it gets one once a pool lets its own go.
+TEST_F(ExporterPodsTest, APoolPastItsNamespacesCapGetsNoWatchUntilThereIsRoom) {
+  ASSERT_NO_FATAL_FAILURE(CreatePod(ns_, "e-4", "e4"));
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    EXPECT_EQ(exporters_->Track(ns_ + "/" + name, Pool(name, "e" + std::to_string(i))).refused, "");
+  }
+  EXPECT_EQ(exporters_->Watches(), 4U);
+  const ExporterRead refused = exporters_->Track(ns_ + "/p4", Pool("p4", "e4"));
+  EXPECT_NE(refused.refused.find("already uses 4 distinct exporters"), std::string::npos)
+      << refused.refused;
+  EXPECT_NE(refused.refused.find("--max-exporter-selectors-per-namespace"), std::string::npos)
+      << refused.refused;
+  EXPECT_TRUE(refused.pods.empty());
+  EXPECT_EQ(exporters_->Watches(), 4U);
+
+  exporters_->Forget(ns_ + "/p0");
+  EXPECT_TRUE(Tracks(ns_ + "/p4", Pool("p4", "e4"), {"e-4"}));
+  EXPECT_EQ(exporters_->Watches(), 4U);
 }
 
 }  // namespace

@@ -11,19 +11,27 @@
 // polls every second) whose failure keeps the last values for spec.carbon.maxStaleSeconds, then
 // sets CarbonIntensityAvailable False naming the zone and the error. Measured joules replace the
 // profile's, from DCGM's series on a worker's own page or on its node's exporter (a DaemonSet).
-// Assertions are on what is published, never on how fast.
+// A hundred pools on dead SDKs leave another pool's intensities fresh. Assertions are on what is
+// published, never on how fast.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "common/files.h"
 #include "eventually.h"
 #include "fake_carbon_sdk.h"
 #include "fake_worker.h"
@@ -363,6 +371,84 @@ TEST_F(WeightsIntegrationTest, ADeadCarbonAwareSdkKeepsTheLastValuesThenSetsTheC
   sdk.Set(answer);
   ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
   EXPECT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
+}
+
+// A TCP listener on 127.0.0.1 that never accepts: a connection completes in the kernel's backlog
+// and is never answered (once the backlog is full, connecting hangs): a dead SDK.
+class SilentListener {
+ public:
+  SilentListener() : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        listen(fd_.get(), 1024) != 0 ||
+        getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("SilentListener: cannot listen on 127.0.0.1");
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  Fd fd_;
+  int port_ = 0;
+};
+
+// A hundred pools may name SDKs in one namespace here (the cap is raised), so that they can all
+// select the same two workers, whose zones they ask for.
+class CarbonFanOutTest : public WeightsIntegrationTest {
+ protected:
+  std::vector<std::string> ControllerFlags() const override {
+    std::vector<std::string> flags = WeightsIntegrationTest::ControllerFlags();
+    flags.insert(flags.end(), {"--max-carbon-sdk-urls-per-namespace", "200"});
+    return flags;
+  }
+};
+
+// A hundred pools whose SDKs never answer (each poll takes its whole 1 s timeout) leave another
+// pool's SDK polled as often as ever: its intensities stay fresh through three of its 10 s holds
+// (polled one URL after another, it would wait 100 s between polls).
+TEST_F(CarbonFanOutTest, AHundredPoolsOnDeadSdksLeaveAnotherPoolsIntensitiesFresh) {
+  const std::string answer = R"([{"location":")" + std::string(kNodeA.region) +
+                             R"(","time":"2026-12-02T10:00:00Z","rating":100},)" +
+                             R"({"location":")" + std::string(kNodeB.region) +
+                             R"(","time":"2026-12-02T10:00:00Z","rating":400}])";
+  testing::FakeCarbonSdk sdk(answer);
+  ASSERT_NO_FATAL_FAILURE(
+      StartCarbonWeighted({{"carbonAwareSdk", {{"url", sdk.url()}}}, {"maxStaleSeconds", 10}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
+  ASSERT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
+
+  const SilentListener dead;
+  for (int i = 0; i < 100; ++i) {
+    json pool = testing::PoolOf("dead-" + std::to_string(i), {{"intervalSeconds", 5}});
+    pool["spec"]["selector"] = {{"matchLabels", {{"pool", "w"}}}};
+    pool["spec"]["carbon"] = {
+        {"carbonAwareSdk", {{"url", dead.url() + "/dead-" + std::to_string(i)}}}};
+    ASSERT_TRUE(client_->Create(testing::kPools, ns_, pool));
+  }
+  // The dead SDKs are being asked: the first pool's polls fail.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto object = client_->Get(testing::kPools, ns_, "dead-0");
+        if (!object || !object->contains("status")) return false;
+        const api::InferencePoolStatus status = api::ParseStatus((*object)["status"]);
+        const api::Condition* c =
+            api::FindCondition(status.conditions, api::kConditionCarbonIntensityAvailable);
+        return c != nullptr && c->status == "False";
+      },
+      kPatience));
+
+  const std::size_t polls = sdk.heads().size();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_TRUE(CarbonCondition("True", "AllZonesKnown")) << CarbonMessage();
+    ASSERT_TRUE(Published(1000, 250)) << Table();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_GT(sdk.heads().size(), polls);
 }
 
 // Measured joules replace the profile's once the estimator has enough scrapes: each worker's own

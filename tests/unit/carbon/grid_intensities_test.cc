@@ -144,3 +144,59 @@ TEST_F(GridIntensitiesTest, PoolsOnOneSdkShareItsPollsEachWithItsOwnHold) {
 
 }  // namespace
 }  // namespace eoc::controller::carbon
+
+namespace eoc::controller::carbon {
+namespace {
+
+api::InferencePool PoolIn(const std::string& ns, const std::string& name) {
+  api::InferencePool pool = Pool();
+  pool.ns = ns;
+  pool.name = name;
+  return pool;
+}
+api::InferencePool SdkPool(const std::string& ns, const std::string& name, int sdk) {
+  api::InferencePool pool = PoolIn(ns, name);
+  pool.spec.carbon.carbon_aware_sdk =
+      api::CarbonAwareSdkSpec{"http://10.0.0." + std::to_string(sdk) + ":8080"};
+  return pool;
+}
+api::InferencePool ConfigMapPool(const std::string& ns, const std::string& name, int map) {
+  api::InferencePool pool = PoolIn(ns, name);
+  pool.spec.carbon.config_map_ref = api::ConfigMapKeyRef{"grid-" + std::to_string(map)};
+  return pool;
+}
+
+// A namespace's pools may name 4 distinct SDK URLs and 4 ConfigMaps (the defaults): a fifth is
+// neither polled nor watched, and its readings name the cap's flag; pools that share a source
+// count once, other namespaces have caps of their own, and room made is taken at the next Track.
+TEST_F(GridIntensitiesTest, PoolsPastTheirNamespacesCapsAreNeitherPolledNorWatchedAndSaySo) {
+  const std::vector<std::string> zones{"eastus"};
+  for (int i = 0; i < 4; ++i) {
+    const auto pool = SdkPool("t", "sdk-" + std::to_string(i), i);
+    EXPECT_EQ(grid_.Track("t/" + pool.name, pool, zones).refused, "") << i;
+  }
+  const auto fifth = SdkPool("t", "sdk-4", 4);
+  ZoneReadings r = grid_.Track("t/sdk-4", fifth, zones);
+  EXPECT_THAT(r.refused, HasSubstr("namespace \"t\" already uses 4 distinct Carbon Aware SDK "
+                                   "URLs (spec.carbon.carbonAwareSdk.url)"));
+  EXPECT_THAT(r.refused, HasSubstr("--max-carbon-sdk-urls-per-namespace"));
+  EXPECT_TRUE(r.intensity.empty());
+  EXPECT_EQ(grid_.Track("t/shares-0", SdkPool("t", "shares-0", 0), zones).refused, "");
+  EXPECT_EQ(grid_.Track("u/sdk-4", SdkPool("u", "sdk-4", 4), zones).refused, "");
+  grid_.Forget("t/sdk-0");  // another pool still uses its URL
+  EXPECT_NE(grid_.Track("t/sdk-4", fifth, zones).refused, "");
+  grid_.Forget("t/shares-0");
+  EXPECT_EQ(grid_.Track("t/sdk-4", fifth, zones).refused, "");
+
+  for (int i = 0; i < 4; ++i) {
+    const auto pool = ConfigMapPool("t", "map-" + std::to_string(i), i);
+    EXPECT_EQ(grid_.Track("t/" + pool.name, pool, zones).refused, "") << i;
+  }
+  r = grid_.Track("t/map-4", ConfigMapPool("t", "map-4", 4), zones);
+  EXPECT_THAT(r.refused, HasSubstr("4 distinct ConfigMaps (spec.carbon.configMapRef)"));
+  EXPECT_THAT(r.refused, HasSubstr("--max-carbon-config-maps-per-namespace"));
+  grid_.Stop();
+}
+
+}  // namespace
+}  // namespace eoc::controller::carbon

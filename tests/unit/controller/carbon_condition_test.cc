@@ -72,6 +72,19 @@ TEST(CarbonIntensityConditionTest, WithoutWorkersOrZonesItIsUnknown) {
             "no worker's node has the label topology.kubernetes.io/region (spec.carbon.zoneLabel)");
 }
 
+TEST(CarbonIntensityConditionTest, ASourcePastItsNamespacesCapIsFalseAndSaysWhichCap) {
+  const std::string why =
+      "namespace \"t\" already uses 4 distinct Carbon Aware SDK URLs "
+      "(spec.carbon.carbonAwareSdk.url) in its pools, the limit "
+      "(--max-carbon-sdk-urls-per-namespace)";
+  for (const std::size_t workers : {0, 2}) {
+    const api::Condition c = Of({.pending = {"eastus"}, .refused = why}, workers, workers);
+    EXPECT_EQ(c.status, "False");
+    EXPECT_EQ(c.reason, std::string(reasons::kNamespaceLimit));
+    EXPECT_EQ(c.message, "the carbon source is not read: " + why);
+  }
+}
+
 TEST(CarbonIntensityConditionTest, DesiredStatusHasItOnlyWhileThePoolHasASource) {
   api::InferencePool pool;
   pool.ns = "prod";

@@ -274,13 +274,13 @@ TEST_F(PoolReconcilerTest, EveryReplicaFeedsTheScrapeLoop) {
 // The exporter pods the reconciler is given, and what it asked.
 class FakeExporters final : public ExporterSource {
  public:
-  std::vector<std::shared_ptr<const kube::PodView>> Track(const std::string& pool_key,
-                                                          const api::InferencePool& pool) override {
+  ExporterRead Track(const std::string& pool_key, const api::InferencePool& pool) override {
     tracked.push_back(pool_key + (pool.spec.energy.exporter ? " exporter" : " none"));
-    return pods;
+    return {.pods = pods, .refused = refused};
   }
   void Forget(const std::string& pool_key) override { forgotten.push_back(pool_key); }
   std::vector<std::shared_ptr<const kube::PodView>> pods;
+  std::string refused;
   std::vector<std::string> tracked;
   std::vector<std::string> forgotten;
 };
@@ -321,6 +321,28 @@ TEST_F(PoolReconcilerTest, EachWorkerIsScrapedWithItsNodesExporter) {
   store_.DeletePool(kKey);
   ASSERT_TRUE(reconciler.Reconcile(kKey).ok());
   EXPECT_EQ(exporters.forgotten, std::vector<std::string>{kKey});
+}
+
+// An exporter its namespace's cap refuses: the leader's status says why in Ready.
+TEST_F(PoolReconcilerTest, AnExporterPastItsNamespacesCapIsSaidInReady) {
+  RecordingScrapePools scrape;
+  FakeExporters exporters;
+  exporters.refused = "namespace \"prod\" already uses 4 distinct exporters";
+  PoolReconcilerOptions options = options_;
+  options.scrape = &scrape;
+  options.exporters = &exporters;
+  PoolReconciler reconciler(store_, client_, events_, options, clock_, nullptr);
+  reconciler.SetLeading(true);
+  store_.PutPool(PoolJson("7"));
+  store_.AddPod(Pod("chat-a", "10.0.0.1", true, "node-a"));
+  ASSERT_TRUE(reconciler.Reconcile(kKey).ok());
+  ASSERT_FALSE(client_.writes.empty());
+  const api::InferencePoolStatus status = LastWritten();
+  const api::Condition* ready = api::FindCondition(status.conditions, api::kConditionReady);
+  ASSERT_NE(ready, nullptr);
+  EXPECT_EQ(ready->status, "True");
+  EXPECT_THAT(ready->message,
+              ::testing::HasSubstr("spec.energy.exporter is not watched: " + exporters.refused));
 }
 
 // The autoscaler's report, fixed.

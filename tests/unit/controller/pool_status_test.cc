@@ -155,6 +155,22 @@ TEST(DesiredStatusTest, TheTableStopsAtItsLimitAndTheConditionSaysSo) {
   EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kTableTruncated));
 }
 
+// An exporter past its namespace's cap leaves Ready True and says why; the reason is
+// NamespaceLimit unless a missing profile's applies.
+TEST(DesiredStatusTest, AnExporterPastItsNamespacesCapIsSaidInReady) {
+  const std::string why = "namespace \"prod\" already uses 4 distinct exporters";
+  auto s = DesiredStatus(Pool(), {W("a", "10.0.0.1:8000")}, kT0, {.exporter_refused = why});
+  EXPECT_EQ(Cond(s, "Ready").status, "True");
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kNamespaceLimit));
+  EXPECT_EQ(Cond(s, "Ready").message,
+            "1 worker is ready; spec.energy.exporter is not watched: " + why);
+  s = DesiredStatus(Pool(), {W("a", "10.0.0.1:8000")}, kT0,
+                    {.missing_profiles = {"H100"}, .exporter_refused = why});
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kEnergyProfileMissing));
+  EXPECT_THAT(Cond(s, "Ready").message, HasSubstr("H100"));
+  EXPECT_THAT(Cond(s, "Ready").message, HasSubstr("not watched: " + why));
+}
+
 TEST(DesiredStatusTest, AutoscalingOnIsReportedAsNotRunningYet) {
   api::InferencePool pool = Pool();
   pool.spec.autoscaling.enabled = true;

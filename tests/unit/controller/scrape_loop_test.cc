@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "eventually.h"
+#include "fake_fetcher.h"
 #include "routing/pool_snapshot.h"
 #include "sim/metrics_pages.h"
 #include "telemetry/metrics.h"
@@ -20,93 +21,10 @@
 namespace eoc::controller {
 namespace {
 
+using eoc::testing::FakeFetcher;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Answers each address as set; an address with no answer is held until Release().
-class FakeFetcher final : public MetricsFetcher {
- public:
-  ~FakeFetcher() override {
-    for (auto& [address, done] : held_) done(Error(FetchErrorKind::kCancelled));
-  }
-  FakeFetcher() = default;
-  FakeFetcher(const FakeFetcher&) = delete;
-  FakeFetcher& operator=(const FakeFetcher&) = delete;
-  FakeFetcher(FakeFetcher&&) = delete;
-  FakeFetcher& operator=(FakeFetcher&&) = delete;
-
-  static FetchResult Page(const std::string& body) { return {.body = body}; }
-  static FetchResult Error(FetchErrorKind kind) {
-    return {.error = FetchError{.kind = kind, .message = "fake"}};
-  }
-
-  void Set(const std::string& address, FetchResult answer) {
-    const std::lock_guard lock(mu_);
-    answers_.insert_or_assign(address, std::move(answer));
-  }
-  void Hold(const std::string& address) {
-    const std::lock_guard lock(mu_);
-    answers_.erase(address);
-  }
-  // Answers the held fetches of `address` with `answer`; how many there were.
-  int Release(const std::string& address, const FetchResult& answer) {
-    std::vector<Callback> ready;
-    {
-      const std::lock_guard lock(mu_);
-      for (auto it = held_.begin(); it != held_.end();) {
-        if (it->first == address) {
-          ready.push_back(std::move(it->second));
-          it = held_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    for (auto& done : ready) done(answer);
-    return static_cast<int>(ready.size());
-  }
-  int Requests(const std::string& address) const {
-    const std::lock_guard lock(mu_);
-    const auto it = requests_.find(address);
-    return it == requests_.end() ? 0 : it->second;
-  }
-  FetchRequest Last() const {
-    const std::lock_guard lock(mu_);
-    return last_;
-  }
-  // The last request to `address`.
-  FetchRequest LastTo(const std::string& address) const {
-    const std::lock_guard lock(mu_);
-    const auto it = last_to_.find(address);
-    return it == last_to_.end() ? FetchRequest{} : it->second;
-  }
-
-  void Fetch(FetchRequest request, Callback done) override {
-    std::optional<FetchResult> answer;
-    {
-      const std::lock_guard lock(mu_);
-      ++requests_[request.address];
-      last_ = request;
-      last_to_.insert_or_assign(request.address, request);
-      const auto it = answers_.find(request.address);
-      if (it == answers_.end()) {
-        held_.emplace_back(request.address, std::move(done));
-        return;
-      }
-      answer = it->second;
-    }
-    done(std::move(*answer));
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, FetchResult> answers_;
-  std::map<std::string, int> requests_;
-  std::map<std::string, FetchRequest> last_to_;
-  std::deque<std::pair<std::string, Callback>> held_;
-  FetchRequest last_;
-};
 
 std::string Vllm(const sim::PageFigures& load) {
   return sim::RenderMetrics(api::Engine::kVllm, load, {}, false);
