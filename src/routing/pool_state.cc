@@ -275,10 +275,10 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
                        // Counted on this thread's pin of the view (published.h).
                        .snapshot = std::shared_ptr<const PoolSnapshot>(view, &snap)};
   };
+  // The model's candidates, looked up once for every choice below.
+  const ModelRoute route = snap.RouteOf(request.model);
   // When every serving worker had weight 0 at publish: a scan, only then.
-  auto unweighted = [&](std::uint64_t r) {
-    return snap.PickUnweighted(request.model, r, busy, room);
-  };
+  auto unweighted = [&](std::uint64_t r) { return snap.PickUnweighted(route, r, busy, room); };
 
   // The strategy's choice on attempt `attempt` (each retry draws afresh); nullopt: none.
   auto choose = [&](int attempt) -> std::optional<std::size_t> {
@@ -286,7 +286,7 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     const std::uint64_t ticket = snap.strategy() == Strategy::kRoundRobin
                                      ? round_robin_.fetch_add(1, std::memory_order_relaxed)
                                      : 0;
-    auto choice = snap.Pick(request.model, r, ticket, draw_busy, room);
+    auto choice = snap.Pick(route, r, ticket, draw_busy, room);
     if (!choice) choice = unweighted(r);
     return choice;
   };
@@ -325,7 +325,7 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     }
     if (!overflow) {
       for (int attempt = 0; attempt < kMaxReserveTries; ++attempt) {
-        auto i = snap.PlaceSession(session, request.model, room);
+        auto i = snap.PlaceSession(session, route, room);
         if (!i) i = unweighted(random);
         if (!i) break;
         if (reserve(*i)) {
