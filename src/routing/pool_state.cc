@@ -108,11 +108,9 @@ std::uint64_t PoolState::SessionEvictions() const {
   return dropped_evictions_ + (sessions ? sessions->Evictions() : 0);
 }
 
-PoolState::EndpointSettings PoolState::endpoint_settings() const {
+std::int32_t PoolState::PromptBlockTokens() const {
   const Options& options = LoadView()->options;
-  return {.session_header = options.session_header,
-          .queue_timeout = options.queue_timeout,
-          .prefix_block_tokens = options.prefix_affinity ? options.block_size_tokens : 0};
+  return options.prefix_affinity ? options.block_size_tokens : 0;
 }
 
 void PoolState::UpdateLargestLocked() {
@@ -379,11 +377,13 @@ PickOutcome PoolState::TryPick(const PickRequest& request, std::uint64_t random,
 }
 
 PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, TimePoint now,
-                            Wait wait) {
+                            const Wait& wait) {
   const std::uint64_t epoch = capacity_epoch_.load(std::memory_order_acquire);
   PickOutcome outcome = TryPick(request, random, now);
   if (outcome.status != PickStatus::kNoRoom) return outcome;
-  auto admitted = waiting_.Admit(request, random, std::move(wait.done), wait.deadline, now);
+  // The one decision found no room: the same call queues the pick, and only now is its callback
+  // made.
+  auto admitted = waiting_.Admit(request, random, wait.make_done(), wait.deadline, now);
   if (admitted.admission != Admission::kQueued) {
     return PickOutcome{.status = RefusalStatus(admitted.admission)};
   }
