@@ -1,7 +1,6 @@
 #include "server/pick_endpoint.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <random>
 #include <string>
@@ -43,7 +42,15 @@ std::uint64_t NextRandom() {
   return Mix64(state += 0x9e3779b97f4a7c15ULL);
 }
 
-// The %XX escapes of a path segment decoded; nullopt for a malformed one.
+// A hex digit's value; nullopt for any other character.
+std::optional<int> HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return std::nullopt;
+}
+
+// The %XX escapes of a path segment decoded (XX two hex digits); nullopt for a malformed one.
 std::optional<std::string> PercentDecoded(std::string_view segment) {
   std::string out;
   out.reserve(segment.size());
@@ -52,12 +59,11 @@ std::optional<std::string> PercentDecoded(std::string_view segment) {
       out.push_back(segment[i]);
       continue;
     }
-    int value = 0;
     if (i + 2 >= segment.size()) return std::nullopt;
-    const auto [ptr, ec] =
-        std::from_chars(segment.data() + i + 1, segment.data() + i + 3, value, 16);
-    if (ec != std::errc() || ptr != segment.data() + i + 3) return std::nullopt;
-    out.push_back(static_cast<char>(value));
+    const auto high = HexDigit(segment[i + 1]);
+    const auto low = HexDigit(segment[i + 2]);
+    if (!high || !low) return std::nullopt;
+    out.push_back(static_cast<char>(*high * 16 + *low));
     i += 2;
   }
   return out;

@@ -335,6 +335,11 @@ TEST_F(PickEndpointTest, SessionsCanBeReadAndForgotten) {
       Fetch("DELETE /v1/pools/prod/chat/sessions/user%207 HTTP/1.1\r\nHost: t\r\n\r\n")->status,
       404);
   EXPECT_EQ(Fetch(Get("/v1/pools/prod/chat/sessions/bad%zz"))->status, 400);
+  // Only hex digits: from_chars would read "-1" as a number, and decode it to 0xFF.
+  for (const char* id : {"%-1", "%+1", "%1-", "a%-f"}) {
+    const auto response = Fetch(Get("/v1/pools/prod/chat/sessions/" + std::string(id)));
+    EXPECT_EQ(response->status, 400) << id << ": " << response->body;
+  }
   EXPECT_EQ(Fetch(Get("/v1/pools/prod/other/sessions/x"))->status, 404);
 }
 
