@@ -19,6 +19,7 @@
 #include "routing/pool_snapshot.h"
 #include "server/pick_endpoint.h"
 #include "server/pick_metrics.h"
+#include "server/pick_pools.h"
 #include "server/pool_ticker.h"
 #include "server/server.h"
 
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
   eoc::routing::SessionBudget budget(4'000'000);
   eoc::routing::PoolDirectory directory(budget);
   const auto pool = directory.Configure("bench/chat", {}, clock.Now());
+  eoc::server::PickPools pools;
+  pools.Set("bench/chat", pool, {});
   std::vector<eoc::routing::Worker> list;
   for (int i = 0; i < workers; ++i) {
     eoc::routing::Worker w;
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   });
 
   eoc::server::PickMetrics metrics;
-  const eoc::server::PickEndpoint endpoint(directory, metrics, clock);
+  const eoc::server::PickEndpoint endpoint(pools, metrics, clock);
   eoc::server::PoolTicker ticker(directory, clock);
   ticker.Start();
   eoc::server::HttpServer server({.address = "127.0.0.1:" + std::to_string(port),

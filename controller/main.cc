@@ -134,6 +134,7 @@ int Run(const Flags& flags) {
   // own picks), through the fetcher its spec.metrics.access names.
   eoc::routing::SessionBudget session_budget(flags.max_sessions_total);
   eoc::routing::PoolDirectory directory(session_budget);
+  eoc::server::PickPools pick_pools;  // the pick endpoint's: each pool's state and HTTP settings
   eoc::controller::DirectFetcher direct_fetcher(
       {.max_in_flight = static_cast<std::size_t>(flags.scrape_max_in_flight)});
   const auto proxy_fetcher = eoc::controller::ApiServerProxyFetcher::Create(
@@ -161,7 +162,8 @@ int Run(const Flags& flags) {
       client, recorder,
       {.namespaces = flags.namespaces,
        .workers = flags.reconcile_workers,
-       .reconcile = {.fence = fence, .directory = &directory, .scrape = &scrape_loop},
+       .reconcile =
+           {.fence = fence, .directory = &directory, .picks = &pick_pools, .scrape = &scrape_loop},
        .stale_after = std::chrono::seconds(flags.informer_stale_after_seconds),
        .carbon = {.sdk_poll_interval = std::chrono::seconds(flags.carbon_poll_interval_seconds),
                   .sdk_timeout = std::chrono::seconds(flags.carbon_timeout_seconds),
@@ -205,7 +207,7 @@ int Run(const Flags& flags) {
   eoc::server::PickMetrics pick_metrics;
   metrics.AddCollector([&pick_metrics, &directory] { return pick_metrics.Collect(&directory); });
   const eoc::server::PickEndpoint pick_endpoint(
-      directory, pick_metrics, eoc::RealClock(),
+      pick_pools, pick_metrics, eoc::RealClock(),
       {.pools_loaded = [&pools] { return pools.PoolsSynced(); }});
   eoc::server::PoolTicker ticker(directory, eoc::RealClock());
   ticker.Start();

@@ -105,6 +105,8 @@ void PoolReconciler::Forget(const std::string& key) {
     const std::lock_guard lock(mu_);
     known = records_.erase(key) > 0;
   }
+  // The pick endpoint's table first: picks stop finding the pool before its state retires.
+  if (options_.picks != nullptr) options_.picks->Remove(key);
   if (options_.directory != nullptr) options_.directory->Remove(key);
   if (options_.scrape != nullptr) options_.scrape->RemovePool(key);
   if (options_.grid != nullptr) options_.grid->Forget(key);
@@ -143,7 +145,7 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
     }
   }
   if (options_.directory != nullptr && pool.errors.empty()) {
-    UpdatePoolDirectory(*options_.directory, pool, workers->workers, clock_.Now());
+    UpdatePoolDirectory(*options_.directory, options_.picks, pool, workers->workers, clock_.Now());
   }
   carbon::ZoneReadings grid;
   if (pool.errors.empty()) grid = ReadGrid(key, pool, workers->workers);
@@ -288,7 +290,7 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Publish(
         // will when its watch event reaches them.
         api::InferencePool published = current.pool;
         published.status = next;
-        UpdatePoolDirectory(*options_.directory, published, workers, clock_.Now());
+        UpdatePoolDirectory(*options_.directory, options_.picks, published, workers, clock_.Now());
       }
       RecordSpecEvents(current.pool, next);
       return After(wait);

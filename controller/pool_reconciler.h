@@ -51,6 +51,7 @@
 #include "kube/write_fence.h"
 #include "routing/pool_directory.h"
 #include "routing/weight_keeper.h"
+#include "server/pick_pools.h"
 
 namespace eoc::telemetry {
 class Logger;
@@ -123,6 +124,9 @@ struct PoolReconcilerOptions {
   // Where the pick path finds each valid pool's routing state (written by every replica, as
   // pools come, go, or change); null: none. Must outlive the reconciler.
   routing::PoolDirectory* directory = nullptr;
+  // The pick endpoint's table: each valid pool's state (the directory's) and its HTTP settings,
+  // written with the directory; null: none. Must outlive the reconciler.
+  server::PickPools* picks = nullptr;
   // Where each valid pool's scrape targets go (the scrape loop, every replica), whenever the pool
   // is reconciled; null: none. Must outlive the reconciler; never blocks.
   // Its Summary(key) is the MetricsAvailable condition (leader).

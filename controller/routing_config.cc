@@ -41,10 +41,14 @@ routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec) {
                               spec.autoscaling.mode == api::ScalingMode::kApply &&
                               spec.autoscaling.max_replicas.value_or(0) >= 1,
       .models = spec.models,
-      .session_header = r.session_affinity.header,
-      .queue_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::duration<double>(std::max(0.0, r.admission.queue_timeout_seconds))),
   };
+}
+
+server::PoolHttpSettings PickSettings(const api::RoutingSpec& routing) {
+  return {
+      .session_header = routing.session_affinity.header,
+      .queue_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(std::max(0.0, routing.admission.queue_timeout_seconds)))};
 }
 
 routing::PublishRules PublishRulesOf(const api::RoutingSpec& routing) {
@@ -83,10 +87,13 @@ routing::PublishDecision DecideTablePublish(const api::InferencePool& pool,
   return routing::DecidePublish(last, strategy, candidate, now, rules);
 }
 
-void UpdatePoolDirectory(routing::PoolDirectory& directory, const api::InferencePool& pool,
+void UpdatePoolDirectory(routing::PoolDirectory& directory, server::PickPools* picks,
+                         const api::InferencePool& pool,
                          const std::vector<routing::Worker>& workers,
                          std::chrono::steady_clock::time_point now) {
-  const auto state = directory.Configure(pool.ns + "/" + pool.name, RoutingOptions(pool.spec), now);
+  const std::string key = pool.ns + "/" + pool.name;
+  const auto state = directory.Configure(key, RoutingOptions(pool.spec), now);
+  if (picks != nullptr) picks->Set(key, state, PickSettings(pool.spec.routing));
   const auto& table = pool.status.routing;
   // Nothing published yet: no snapshot, so picks answer kNotPublished (503) until the leader's
   // first table, which every replica then routes from alike.

@@ -181,9 +181,12 @@ class Tour {
   // answer when it comes.
   PickOutcome Pick(const std::string& what, const PickRequest& request) {
     now_ += std::chrono::milliseconds(50);
-    PoolState::Wait wait{.deadline = eoc::routing::WaitDeadline(now_, kQueueTimeout, std::nullopt),
-                         .done = [this, what](const PickOutcome& out) { Show(what, out); }};
-    PickOutcome out = pool_.Pick(request, rng_(), now_, std::move(wait));
+    PickOutcome out =
+        pool_.Pick(request, rng_(), now_,
+                   {.deadline = eoc::routing::WaitDeadline(now_, kQueueTimeout, std::nullopt),
+                    .make_done = [this, what] {
+                      return [this, what](const PickOutcome& answer) { Show(what, answer); };
+                    }});
     Show(what, out);
     return out;
   }

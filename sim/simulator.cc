@@ -277,8 +277,9 @@ void Run::OnArrival(std::size_t i) {
       std::chrono::duration<double>(pool_.spec.routing.admission.queue_timeout_seconds));
   const routing::PickOutcome out =
       state_->Pick(request, rng_(), At(now_),
-                   {.deadline = At(now_) + timeout,
-                    .done = [this, i](const routing::PickOutcome& o) { OnPicked(i, o); }});
+                   {.deadline = At(now_) + timeout, .make_done = [this, i] {
+                      return [this, i](const routing::PickOutcome& o) { OnPicked(i, o); };
+                    }});
   if (out.status != routing::PickStatus::kQueued) OnPicked(i, out);
 }
 
@@ -410,7 +411,7 @@ void Run::Membership() {
     if (!workers_[i]->gone()) by_pod.emplace(workers_[i]->pod_key(), i);
   }
   for (const routing::Worker& w : members_.workers) by_key_.emplace(w.key, by_pod.at(w.pod));
-  controller::UpdatePoolDirectory(directory_, pool_, members_.workers, At(now_));
+  controller::UpdatePoolDirectory(directory_, nullptr, pool_, members_.workers, At(now_));
   state_ = directory_.Find(pool_key_);
   Lead();
 }
@@ -452,7 +453,7 @@ void Run::Lead() {
   if (!decision.publish()) return;
   pool_.status.routing = controller::BuildRoutingTable(pool_.spec, weighed, pool_.status.routing);
   published_at_ = At(now_);
-  controller::UpdatePoolDirectory(directory_, pool_, members_.workers, At(now_));
+  controller::UpdatePoolDirectory(directory_, nullptr, pool_, members_.workers, At(now_));
   state_ = directory_.Find(pool_key_);
 }
 

@@ -131,56 +131,55 @@ bool PoolSnapshot::TakesNewWork(std::size_t index) const {
   return !workers_[index].draining && workers_[index].weight > 0;
 }
 
-bool PoolSnapshot::HasCandidates(std::string_view model) const { return RouteOf(model).any; }
-
-PoolSnapshot::Route PoolSnapshot::RouteOf(std::string_view model) const {
-  if (model.empty()) return Route{.group = 0, .any = !groups_[0].candidates.empty()};
+ModelRoute PoolSnapshot::RouteOf(std::string_view model) const {
+  if (model.empty()) return {.any = !groups_[0].candidates.empty()};
   const auto it = models_.find(model);
-  return it != models_.end() ? it->second : unnamed_model_;
+  const Route& route = it != models_.end() ? it->second : unnamed_model_;
+  return {.model = model, .group = route.group, .filter = route.filter, .any = route.any};
 }
 
-std::optional<std::size_t> PoolSnapshot::Pick(std::string_view model, std::uint64_t random,
+bool PoolSnapshot::Routes(std::uint32_t index, const ModelRoute& route) const {
+  return !route.filter || Serves(index, route.model);
+}
+
+std::optional<std::size_t> PoolSnapshot::Pick(const ModelRoute& route, std::uint64_t random,
                                               std::uint64_t ticket, BusynessFn busyness,
                                               EligibleFn eligible) const {
   switch (strategy_) {
     case Strategy::kRoundRobin:
-      return PickRoundRobin(model, ticket, eligible);
+      return PickRoundRobin(route, ticket, eligible);
     case Strategy::kLeastBusy:
-      return PickLeastBusy(model, random, busyness, eligible);
+      return PickLeastBusy(route, random, busyness, eligible);
     case Strategy::kLatencyWeighted:
     case Strategy::kJouleWeighted:
     case Strategy::kCarbonWeighted:
       break;
   }
-  return PickWeighted(model, random, busyness, eligible);
+  return PickWeighted(route, random, busyness, eligible);
 }
 
-std::optional<std::size_t> PoolSnapshot::PickRoundRobin(std::string_view model,
+std::optional<std::size_t> PoolSnapshot::PickRoundRobin(const ModelRoute& route,
                                                         std::uint64_t ticket,
                                                         EligibleFn eligible) const {
-  const Route route = RouteOf(model);
   const std::vector<std::uint32_t>& candidates = groups_[route.group].candidates;
   const std::size_t n = candidates.size();
   if (n == 0) return std::nullopt;
   std::size_t position = ticket % n;
   for (std::size_t tried = 0; tried < n; ++tried) {
     const std::uint32_t i = candidates[position];
-    if ((!route.filter || Serves(i, model)) && eligible(i)) return i;
+    if (Routes(i, route) && eligible(i)) return i;
     position = position + 1 == n ? 0 : position + 1;
   }
   return std::nullopt;
 }
 
-std::optional<std::size_t> PoolSnapshot::PickLeastBusy(std::string_view model, std::uint64_t random,
-                                                       BusynessFn busyness,
+std::optional<std::size_t> PoolSnapshot::PickLeastBusy(const ModelRoute& route,
+                                                       std::uint64_t random, BusynessFn busyness,
                                                        EligibleFn eligible) const {
-  const Route route = RouteOf(model);
   const Group& group = groups_[route.group];
   const std::size_t n = group.candidates.size();
   if (n == 0) return std::nullopt;
-  const auto ok = [&](std::uint32_t i) {
-    return (!route.filter || Serves(i, model)) && eligible(i);
-  };
+  const auto ok = [&](std::uint32_t i) { return Routes(i, route) && eligible(i); };
   Stream stream(random);
   if (n > kLeastBusySamples) {
     std::optional<std::size_t> best;
@@ -199,15 +198,12 @@ std::optional<std::size_t> PoolSnapshot::PickLeastBusy(std::string_view model, s
   return ScanLeastBusy(group, stream.Next(), /*weighted=*/false, ok, busyness);
 }
 
-std::optional<std::size_t> PoolSnapshot::PickWeighted(std::string_view model, std::uint64_t random,
+std::optional<std::size_t> PoolSnapshot::PickWeighted(const ModelRoute& route, std::uint64_t random,
                                                       BusynessFn busyness,
                                                       EligibleFn eligible) const {
-  const Route route = RouteOf(model);
   const Group& group = groups_[route.group];
   if (group.alias.empty()) return std::nullopt;
-  const auto ok = [&](std::uint32_t i) {
-    return (!route.filter || Serves(i, model)) && eligible(i);
-  };
+  const auto ok = [&](std::uint32_t i) { return Routes(i, route) && eligible(i); };
   Stream stream(random);
   const auto draw = [&]() -> std::optional<std::uint32_t> {
     for (std::size_t k = 0; k < kMaxRedraws; ++k) {
@@ -250,14 +246,11 @@ std::optional<std::size_t> PoolSnapshot::ScanLeastBusy(const Group& group, std::
   return best;
 }
 
-std::optional<std::size_t> PoolSnapshot::PlaceSession(SessionHash session, std::string_view model,
+std::optional<std::size_t> PoolSnapshot::PlaceSession(SessionHash session, const ModelRoute& route,
                                                       EligibleFn eligible) const {
-  const Route route = RouteOf(model);
   const Group& group = groups_[route.group];
   if (group.candidates.empty()) return std::nullopt;
-  const auto ok = [&](std::uint32_t i) {
-    return (!route.filter || Serves(i, model)) && eligible(i);
-  };
+  const auto ok = [&](std::uint32_t i) { return Routes(i, route) && eligible(i); };
   MaglevTable::Preference preference = group.maglev.Prefer(session);
   for (std::uint32_t p = preference.Next(); p != MaglevTable::kNone; p = preference.Next()) {
     if (ok(group.candidates[p])) return group.candidates[p];
@@ -280,16 +273,16 @@ std::optional<std::size_t> PoolSnapshot::PlaceSession(SessionHash session, std::
   return best;
 }
 
-std::optional<std::size_t> PoolSnapshot::PickUnweighted(std::string_view model,
+std::optional<std::size_t> PoolSnapshot::PickUnweighted(const ModelRoute& route,
                                                         std::uint64_t random, BusynessFn busyness,
                                                         EligibleFn eligible) const {
-  if (workers_.empty() || HasCandidates(model)) return std::nullopt;
+  if (workers_.empty() || route.any) return std::nullopt;
   std::optional<std::size_t> best;
   double best_busyness = std::numeric_limits<double>::infinity();
   const std::size_t start = random % workers_.size();
   for (std::size_t k = 0; k < workers_.size(); ++k) {
     const std::size_t i = (start + k) % workers_.size();
-    if (workers_[i].draining || !Serves(i, model) || !eligible(i)) continue;
+    if (workers_[i].draining || !Serves(i, route.model) || !eligible(i)) continue;
     const double b = busyness(i);
     if (b < best_busyness) best = i, best_busyness = b;
   }

@@ -7,8 +7,9 @@
 //   thread_local std::mt19937_64 rng(seed);
 //   auto busy = [&](std::size_t i) { return state.Busyness(i); };  // local counts (PoolState)
 //   auto ok = [&](std::size_t i) { return state.HasBlocks(i, request); };
-//   std::optional<std::size_t> w = snapshot->Pick(model, rng(), rr.fetch_add(1), busy, ok);
-//   std::optional<std::size_t> s = snapshot->PlaceSession(SessionHashOf(id), model, ok);
+//   const ModelRoute route = snapshot->RouteOf(model);  // once per pick, for every choice below
+//   std::optional<std::size_t> w = snapshot->Pick(route, rng(), rr.fetch_add(1), busy, ok);
+//   std::optional<std::size_t> s = snapshot->PlaceSession(SessionHashOf(id), route, ok);
 //   snapshot->worker(*w).address   // "10.0.3.7:8000"
 //
 // Who takes new work: a worker that serves the model (its models list it, or are empty), is not
@@ -87,6 +88,16 @@ using BusynessFn = FunctionRef<double(std::size_t)>;
 // Whether a worker may take this request (KV budget, overflow), by worker index.
 using EligibleFn = FunctionRef<bool(std::size_t)>;
 
+// Where picks for one model find their candidates in one snapshot (PoolSnapshot::RouteOf): looked
+// up once per pick and handed to each choice. Valid while its snapshot and the model's text live.
+struct ModelRoute {
+  std::string_view model;   // as the request named it; empty: any model
+  std::uint32_t group = 0;  // the snapshot's table of candidates
+  bool filter = false;      // the group holds workers that do not serve the model
+  bool any = false;  // some worker serves the model and takes new work (before `eligible`): when
+                     // none does, a pick can only wait for the next generation
+};
+
 class PoolSnapshot {
   struct Private {
     explicit Private() = default;
@@ -122,33 +133,32 @@ class PoolSnapshot {
   bool Serves(std::size_t index, std::string_view model) const;
   // Not draining and a published weight above 0.
   bool TakesNewWork(std::size_t index) const;
-  // Whether some worker serves `model` and takes new work (before `eligible`): when none does, a
-  // pick can only wait for the next generation.
-  bool HasCandidates(std::string_view model) const;
+  // The route of picks for `model` (one hash lookup), for the choices below.
+  ModelRoute RouteOf(std::string_view model) const;
 
   // The snapshot's strategy: RoundRobin uses `ticket`; the others `random` (uniform 64 bits,
   // fresh for each pick). Nothing when no candidate is eligible. No allocation; thread-safe.
-  std::optional<std::size_t> Pick(std::string_view model, std::uint64_t random,
+  std::optional<std::size_t> Pick(const ModelRoute& route, std::uint64_t random,
                                   std::uint64_t ticket, BusynessFn busyness,
                                   EligibleFn eligible) const;
-  std::optional<std::size_t> PickRoundRobin(std::string_view model, std::uint64_t ticket,
+  std::optional<std::size_t> PickRoundRobin(const ModelRoute& route, std::uint64_t ticket,
                                             EligibleFn eligible) const;
-  std::optional<std::size_t> PickLeastBusy(std::string_view model, std::uint64_t random,
+  std::optional<std::size_t> PickLeastBusy(const ModelRoute& route, std::uint64_t random,
                                            BusynessFn busyness, EligibleFn eligible) const;
-  std::optional<std::size_t> PickWeighted(std::string_view model, std::uint64_t random,
+  std::optional<std::size_t> PickWeighted(const ModelRoute& route, std::uint64_t random,
                                           BusynessFn busyness, EligibleFn eligible) const;
 
   // Where a new session goes: the same answer on every replica for the same workers, weights
   // and eligibility. Nothing when no candidate is eligible.
-  std::optional<std::size_t> PlaceSession(SessionHash session, std::string_view model,
+  std::optional<std::size_t> PlaceSession(SessionHash session, const ModelRoute& route,
                                           EligibleFn eligible) const;
 
-  // The fallback for a model with no candidate by weight (HasCandidates false because every
+  // The fallback for a model with no candidate by weight (`route.any` false because every
   // serving worker had weight 0 when the table was published: all were saturated): the least
   // busy serving worker that is not draining and is `eligible`, by a scan of every worker, from a
   // random start (the first of equals from there). Nothing when the model has candidates, or
   // none of these is eligible.
-  std::optional<std::size_t> PickUnweighted(std::string_view model, std::uint64_t random,
+  std::optional<std::size_t> PickUnweighted(const ModelRoute& route, std::uint64_t random,
                                             BusynessFn busyness, EligibleFn eligible) const;
 
   PoolSnapshot(Private /*unused*/, std::vector<Worker> workers, std::int64_t generation,
@@ -161,13 +171,14 @@ class PoolSnapshot {
     AliasTable alias;    // over candidates' published weights
     MaglevTable maglev;  // over candidates' keys and weights
   };
-  // How picks for one model find their candidates.
+  // How picks for one model find their candidates (ModelRoute's fields, without the model).
   struct Route {
     std::uint32_t group = 0;
-    bool filter = false;  // the group holds workers that do not serve the model
-    bool any = false;     // some worker serves the model and takes new work
+    bool filter = false;
+    bool any = false;
   };
-  Route RouteOf(std::string_view model) const;
+  // Whether the route's group's candidate `index` serves the route's model.
+  bool Routes(std::uint32_t index, const ModelRoute& route) const;
   std::uint32_t AddGroup(std::vector<std::uint32_t> candidates, std::size_t& slots_left);
   // The least busy of the group's candidates that are `ok`; ties go at random, in proportion to
   // weight when `weighted`.

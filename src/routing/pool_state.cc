@@ -108,11 +108,9 @@ std::uint64_t PoolState::SessionEvictions() const {
   return dropped_evictions_ + (sessions ? sessions->Evictions() : 0);
 }
 
-PoolState::EndpointSettings PoolState::endpoint_settings() const {
+std::int32_t PoolState::PromptBlockTokens() const {
   const Options& options = LoadView()->options;
-  return {.session_header = options.session_header,
-          .queue_timeout = options.queue_timeout,
-          .prefix_block_tokens = options.prefix_affinity ? options.block_size_tokens : 0};
+  return options.prefix_affinity ? options.block_size_tokens : 0;
 }
 
 void PoolState::UpdateLargestLocked() {
@@ -275,10 +273,10 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
                        // Counted on this thread's pin of the view (published.h).
                        .snapshot = std::shared_ptr<const PoolSnapshot>(view, &snap)};
   };
+  // The model's candidates, looked up once for every choice below.
+  const ModelRoute route = snap.RouteOf(request.model);
   // When every serving worker had weight 0 at publish: a scan, only then.
-  auto unweighted = [&](std::uint64_t r) {
-    return snap.PickUnweighted(request.model, r, busy, room);
-  };
+  auto unweighted = [&](std::uint64_t r) { return snap.PickUnweighted(route, r, busy, room); };
 
   // The strategy's choice on attempt `attempt` (each retry draws afresh); nullopt: none.
   auto choose = [&](int attempt) -> std::optional<std::size_t> {
@@ -286,7 +284,7 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     const std::uint64_t ticket = snap.strategy() == Strategy::kRoundRobin
                                      ? round_robin_.fetch_add(1, std::memory_order_relaxed)
                                      : 0;
-    auto choice = snap.Pick(request.model, r, ticket, draw_busy, room);
+    auto choice = snap.Pick(route, r, ticket, draw_busy, room);
     if (!choice) choice = unweighted(r);
     return choice;
   };
@@ -325,7 +323,7 @@ PickOutcome PoolState::Decide(const ViewPtr& view, const PickRequest& request, s
     }
     if (!overflow) {
       for (int attempt = 0; attempt < kMaxReserveTries; ++attempt) {
-        auto i = snap.PlaceSession(session, request.model, room);
+        auto i = snap.PlaceSession(session, route, room);
         if (!i) i = unweighted(random);
         if (!i) break;
         if (reserve(*i)) {
@@ -379,11 +377,13 @@ PickOutcome PoolState::TryPick(const PickRequest& request, std::uint64_t random,
 }
 
 PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, TimePoint now,
-                            Wait wait) {
+                            const Wait& wait) {
   const std::uint64_t epoch = capacity_epoch_.load(std::memory_order_acquire);
   PickOutcome outcome = TryPick(request, random, now);
   if (outcome.status != PickStatus::kNoRoom) return outcome;
-  auto admitted = waiting_.Admit(request, random, std::move(wait.done), wait.deadline, now);
+  // The one decision found no room: the same call queues the pick, and only now is its callback
+  // made.
+  auto admitted = waiting_.Admit(request, random, wait.make_done(), wait.deadline, now);
   if (admitted.admission != Admission::kQueued) {
     return PickOutcome{.status = RefusalStatus(admitted.admission)};
   }

@@ -12,7 +12,8 @@
 //   std::optional<ScrapeMark> mark = pool.MarkScrape(worker_key);  // as the fetch starts
 //   pool.ObserveLoad(worker_key, load, now, *mark);                 // with its answer
 //   // a pick (any thread, no pool-wide lock):
-//   PickOutcome out = pool.Pick(request, rng(), now, {.deadline = d, .done = answer_later});
+//   PickOutcome out = pool.Pick(request, rng(), now,
+//                               {.deadline = d, .make_done = [&] { return answer_later; }});
 //   if (out.status == PickStatus::kPicked) out.worker().address;   // reason: out.reason
 //   // housekeeping, at pool.NextDeadline() and at least every second:
 //   pool.Tick(clock.Now());
@@ -78,8 +79,7 @@
 //   loads, counts  always kept (they belong to the workers, not to the spec).
 //   wait queue     kept: a smaller `maxQueue` refuses new picks while more wait.
 //   the rest       (`loadMargin`, `kvBlockBudget`, the default token counts, waiting without
-//                  workers, `models`, the session header, the queue timeout) applies from the
-//                  next pick.
+//                  workers, `models`) applies from the next pick.
 // The parts a pick reads (the snapshot, the cells, the options, the session table and the prefix
 // index) are one immutable view, swapped whole (published.h), so a pick sees one configuration.
 #pragma once
@@ -108,6 +108,9 @@
 
 namespace eoc::routing {
 
+// PoolState::Wait's default: makes no callback.
+inline constexpr auto kNoPickCallback = [] { return PickCallback(); };
+
 class PoolState {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
@@ -132,20 +135,20 @@ class PoolState {
     // The models the pool's spec lists: a pick that names another answers kUnknownModel. Empty:
     // any model (one that no worker serves yet waits like any pick without room).
     std::vector<std::string> models;
-    // The pick endpoint's own settings of the pool, kept here so that a pick finds all of its
-    // pool in one place (the engine itself does not read them): the request header that carries
-    // the session id (routing.sessionAffinity.header), and how long a pick may wait in the queue
-    // (routing.admission.queueTimeoutSeconds; WaitDeadline).
-    std::string session_header = "x-session-id";
-    std::chrono::nanoseconds queue_timeout = std::chrono::seconds(120);
 
     bool operator==(const Options&) const = default;
   };
 
-  // How a pick that finds no room waits.
+  // How a pick that finds no room waits. Build it in the call to Pick: `make_done` refers to a
+  // callable that must outlive the call.
   struct Wait {
     TimePoint deadline;  // WaitDeadline(now, queueTimeoutSeconds, wait_ms)
-    PickCallback done;   // called once, later, unless Pick answered at once or Cancel took it
+    // Makes the callback that answers the pick once it waits: called at most once, on the
+    // picking thread inside Pick, and only when the pick is about to be queued, so that a pick
+    // that finds room makes none (the pick endpoint puts its HTTP answer off only then). The
+    // callback it makes is called once, later, unless the queue refuses the pick (Pick answers
+    // at once) or Cancel takes it back. By default none: the pick waits unanswered.
+    FunctionRef<PickCallback()> make_done = kNoPickCallback;
   };
 
   // `budget` (the global session limit) must outlive the state.
@@ -183,12 +186,14 @@ class PoolState {
   // Where a scrape of `worker` starts from; nullopt for a worker not in the snapshot.
   std::optional<ScrapeMark> MarkScrape(WorkerKey worker);
 
-  // Picks now, or waits as `wait` says (see above). Thread-safe; `random` must be fresh uniform
-  // 64 bits per pick. When it answers kQueued, `wait.done` may already have been called (capacity
-  // that appeared while the pick was being queued is offered at once, on this thread).
-  PickOutcome Pick(const PickRequest& request, std::uint64_t random, TimePoint now, Wait wait);
-  // Picks now or answers kNoRoom (or kNotPublished, kUnavailable); never waits. Waiting picks of
-  // the same model are not overtaken: with any waiting, the answer is kNoRoom.
+  // Picks now, or waits as `wait` says (see above): one decision, and when it finds no room the
+  // same call queues the pick. Thread-safe; `random` must be fresh uniform 64 bits per pick. When
+  // it answers kQueued, the callback may already have been called (capacity that appeared while
+  // the pick was being queued is offered at once, on this thread).
+  PickOutcome Pick(const PickRequest& request, std::uint64_t random, TimePoint now,
+                   const Wait& wait);
+  // Picks now or answers kNoRoom (or the refusals above); never waits. Waiting picks of the same
+  // model are not overtaken: with any waiting, the answer is kNoRoom.
   PickOutcome TryPick(const PickRequest& request, std::uint64_t random, TimePoint now);
 
   // Takes a waiting pick back (its client went away); its `done` will not be called. False if it
@@ -226,15 +231,10 @@ class PoolState {
   std::size_t WaitingBytes() const { return waiting_.KeptBytes(); }
   // The options now in force.
   Options options() const;
-  // The pick endpoint's settings now in force (Options::session_header, queue_timeout, and the
-  // block size a prompt is hashed in: 0 when prefix affinity is off); cheaper than options(),
-  // for every pick.
-  struct EndpointSettings {
-    std::string session_header;
-    std::chrono::nanoseconds queue_timeout{};
-    std::int32_t prefix_block_tokens = 0;
-  };
-  EndpointSettings endpoint_settings() const;
+  // The block size, in tokens, that a pick's prompt is cut in (PrefixHashes) as the options now
+  // in force say: 0 when prefix affinity is off (a prompt is then not hashed). Cheaper than
+  // options(), for every pick that sends a prompt.
+  std::int32_t PromptBlockTokens() const;
 
   // Test seam: called by every KV-block reservation between reading the worker's budget and
   // swapping it, on the picking thread, so that a test can land a scrape there. Null by default

@@ -1,7 +1,6 @@
 #include "server/pick_endpoint.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <random>
 #include <string>
@@ -14,6 +13,7 @@
 #include "routing/prefix_hash.h"
 #include "routing/wait_queue.h"
 #include "server/pick_body.h"
+#include "server/pick_headers.h"
 #include "telemetry/json_text.h"
 
 namespace eoc::server {
@@ -33,20 +33,6 @@ enum class Form : std::uint8_t {
   kAuth,     // the gateway form with x-eoc-auth-mode: 1: every failure is a 403
 };
 
-// What one thread reuses from pick to pick, so that a warm pick allocates nothing of its own.
-struct Scratch {
-  PickBody body;
-  PickBodyScratch body_scratch;
-  std::string key;                         // "namespace/name"
-  std::vector<routing::BlockHash> hashes;  // the gateway header's, or a prompt's
-  std::string text;                        // numbers and answers
-};
-
-Scratch& ThreadScratch() {
-  thread_local Scratch scratch;
-  return scratch;
-}
-
 // Fresh uniform 64 bits per pick: SplitMix64 (its finalizer is common/mix64.h's), seeded per
 // thread.
 std::uint64_t NextRandom() {
@@ -56,24 +42,15 @@ std::uint64_t NextRandom() {
   return Mix64(state += 0x9e3779b97f4a7c15ULL);
 }
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
+// A hex digit's value; nullopt for any other character.
+std::optional<int> HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return std::nullopt;
 }
 
-// A whole number from 0 to `max`, nothing else.
-std::optional<std::int64_t> WholeNumber(std::string_view text, std::int64_t max) {
-  std::int64_t value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < 0 || value > max) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// The %XX escapes of a path segment decoded; nullopt for a malformed one.
+// The %XX escapes of a path segment decoded (XX two hex digits); nullopt for a malformed one.
 std::optional<std::string> PercentDecoded(std::string_view segment) {
   std::string out;
   out.reserve(segment.size());
@@ -82,12 +59,11 @@ std::optional<std::string> PercentDecoded(std::string_view segment) {
       out.push_back(segment[i]);
       continue;
     }
-    int value = 0;
     if (i + 2 >= segment.size()) return std::nullopt;
-    const auto [ptr, ec] =
-        std::from_chars(segment.data() + i + 1, segment.data() + i + 3, value, 16);
-    if (ec != std::errc() || ptr != segment.data() + i + 3) return std::nullopt;
-    out.push_back(static_cast<char>(value));
+    const auto high = HexDigit(segment[i + 1]);
+    const auto low = HexDigit(segment[i + 2]);
+    if (!high || !low) return std::nullopt;
+    out.push_back(static_cast<char>(*high * 16 + *low));
     i += 2;
   }
   return out;
@@ -100,6 +76,14 @@ bool PoolKeyOf(const Request& request, std::string& key) {
   if (params.size() < 2 || params[0].empty() || params[1].empty()) return false;
   key.assign(params[0]).append("/").append(params[1]);
   return key.size() <= routing::PoolDirectory::kMaxKeyBytes;
+}
+
+// Whether the JSON form's `pool` is "namespace/name".
+bool IsPoolKey(std::string_view pool) {
+  const std::size_t slash = pool.find('/');
+  return slash != std::string_view::npos && slash != 0 && slash + 1 != pool.size() &&
+         pool.find('/', slash + 1) == std::string_view::npos &&
+         pool.size() <= routing::PoolDirectory::kMaxKeyBytes;
 }
 
 int CodeOf(PickStatus status) {
@@ -157,87 +141,150 @@ Outcome OutcomeOf(const PickOutcome& out) {
   return Outcome::kUnavailable;
 }
 
-// A failure, answered in the request's form: its own code, or in auth mode a 403 that carries
-// the code in x-eoc-status. The JSON body names the real code either way.
-void Fail(Response& response, Form form, int code, std::string_view message,
-          std::string_view retry_after = {}) {
-  response.SetError(code, message);
-  if (!retry_after.empty()) response.AddHeader("Retry-After", retry_after);
-  if (form == Form::kAuth && code != 200) {
-    response.set_status(403);
-    response.AddHeader("x-eoc-status", std::to_string(code));
-  }
-}
-
-// What a pick is answered with, once its outcome is known.
-struct Context {
-  std::string_view pool;  // "namespace/name"
-  std::string_view model;
-  Form form = Form::kJson;
-  nanoseconds wait{};  // the longest it could have waited
+// What one thread reuses from pick to pick, so that a warm pick allocates nothing of its own.
+struct Scratch {
+  PickBody body;
+  PickBodyScratch body_scratch;
+  PickHeaders headers;
+  std::string key;                         // "namespace/name" of a gateway path
+  std::vector<routing::BlockHash> hashes;  // a prompt's
 };
 
-void Answer(Response& response, const Context& context, const PickOutcome& out) {
-  if (out.picked()) {
-    const routing::Worker& worker = out.worker();
-    if (context.form == Form::kJson) {
-      std::string& body = response.body();
-      body.assign(R"({"endpoint":)");
-      telemetry::AppendJsonString(body, worker.address);
-      body.append(R"(,"pod":)");
-      telemetry::AppendJsonString(body, worker.pod);
-      body.append(R"(,"reason":")").append(routing::ToString(out.reason));
-      body.append(R"(","generation":)").append(std::to_string(out.snapshot->generation()));
-      body.push_back('}');
-      response.set_content_type(kJsonContentType);
-    } else {
-      response.AddHeader(kDestinationHeader, worker.address);
-      response.AddHeader("x-eoc-pod", worker.pod);
-      response.AddHeader("x-eoc-reason", routing::ToString(out.reason));
-    }
-    return;
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+}  // namespace
+
+// One pick's request context: what its answer and its metrics need, from its dispatch to its
+// answer. A handler fills its thread's own (its text reusing the capacity); a pick that waits
+// keeps a copy.
+struct PickEndpoint::Context {
+  Form form = Form::kJson;
+  Clock::TimePoint start;  // the dispatch
+  std::string pool;        // "namespace/name", as the request named it
+  std::string model;
+  bool found = false;        // the pool is this replica's: the metrics' label
+  bool queued = false;       // it waited in the queue (from `decided`)
+  Clock::TimePoint decided;  // when the engine decided
+  nanoseconds wait{};        // the longest it could wait
+
+  // The label the metrics count it under: "" for a pool this replica does not have.
+  std::string_view Label() const { return found ? std::string_view(pool) : std::string_view(); }
+};
+
+// One pick's inputs, from either form's parser: views into the request and the thread's scratch.
+struct PickEndpoint::Inputs {
+  routing::PickRequest request;
+  std::optional<std::string_view> prompt;  // to hash, when the pool has prefix affinity
+  std::optional<nanoseconds> wait;         // the request's own wait
+};
+
+// How one pick ends: the worker it was given, or the status, message and Retry-After of its
+// refusal; and what the metrics count it as.
+struct PickEndpoint::Ending {
+  Outcome outcome = Outcome::kStrategy;
+  const PickOutcome* picked = nullptr;  // when a worker was chosen
+  int code = 200;
+  std::string message;
+  std::string_view retry_after;
+};
+
+namespace {
+
+using Context = PickEndpoint::Context;
+using Inputs = PickEndpoint::Inputs;
+using Ending = PickEndpoint::Ending;
+
+Ending Refused(Outcome outcome, int code, std::string message, std::string_view retry_after = {}) {
+  return {
+      .outcome = outcome, .code = code, .message = std::move(message), .retry_after = retry_after};
+}
+
+Ending BadRequest(std::string message) {
+  return Refused(Outcome::kBadRequest, 400, std::move(message));
+}
+
+// A pool that is not this replica's: unknown, or not loaded yet.
+Ending UnknownPool(const Context& context, bool loaded) {
+  if (loaded) {
+    return Refused(Outcome::kUnknownPool, 404,
+                   "pool " + context.pool + ": not found on this replica");
   }
-  const std::string pool = "pool " + std::string(context.pool);
+  return Refused(Outcome::kNotPublished, 503,
+                 "pool " + context.pool + ": this replica has not loaded its pools yet", "1");
+}
+
+// The engine's outcome as the endpoint answers it.
+Ending EndingOf(const Context& context, const PickOutcome& out) {
+  if (out.picked()) return {.outcome = OutcomeOf(out), .picked = &out};
+  const std::string pool = "pool " + context.pool;
+  const Outcome outcome = OutcomeOf(out);
   const int code = CodeOf(out.status);
   switch (out.status) {
     case PickStatus::kTooLarge:
-      Fail(response, context.form, code,
-           "the request needs " + std::to_string(out.blocks_needed) +
-               " KV blocks, more than the largest worker of " + pool + " holds in all (" +
-               std::to_string(out.blocks_largest) + ")");
-      return;
+      return Refused(outcome, code,
+                     "the request needs " + std::to_string(out.blocks_needed) +
+                         " KV blocks, more than the largest worker of " + pool + " holds in all (" +
+                         std::to_string(out.blocks_largest) + ")");
     case PickStatus::kUnknownModel:
-      Fail(response, context.form, code,
-           "model " + Quoted(context.model) + ": " + pool + " does not list it in spec.models");
-      return;
+      return Refused(
+          outcome, code,
+          "model " + Quoted(context.model) + ": " + pool + " does not list it in spec.models");
     case PickStatus::kQueueFull:
-      Fail(response, context.form, code,
-           pool + ": its queue is full (routing.admission.maxQueue picks wait already)", "1");
-      return;
+      return Refused(outcome, code,
+                     pool + ": its queue is full (routing.admission.maxQueue picks wait already)",
+                     "1");
     case PickStatus::kTimedOut:
-      Fail(response, context.form, code,
-           pool + ": no worker had room within the wait of " +
-               std::to_string(
-                   std::chrono::duration_cast<std::chrono::milliseconds>(context.wait).count()) +
-               " ms");
-      return;
+      return Refused(
+          outcome, code,
+          pool + ": no worker had room within the wait of " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(context.wait).count()) +
+              " ms");
     case PickStatus::kNotPublished:
-      Fail(response, context.form, code, pool + ": its routing table is not published yet", "1");
-      return;
+      return Refused(outcome, code, pool + ": its routing table is not published yet", "1");
     case PickStatus::kPicked:
     case PickStatus::kNoRoom:
     case PickStatus::kQueued:
     case PickStatus::kUnavailable:
       break;
   }
-  Fail(response, context.form, code,
-       pool + ": no worker can take the request, and the pool cannot bring one up", "5");
+  return Refused(outcome, code,
+                 pool + ": no worker can take the request, and the pool cannot bring one up", "5");
+}
+
+// The inputs both forms share; each form sets the rest.
+template <class Parsed>
+Inputs InputsOf(const Parsed& parsed) {
+  Inputs inputs{.request = {.model = parsed.model,
+                            .prefix = parsed.prefix_hashes,
+                            .prompt_tokens = parsed.prompt_tokens,
+                            .expected_tokens = parsed.expected_tokens}};
+  if (parsed.session_id) inputs.request.session = routing::SessionHashOf(*parsed.session_id);
+  if (parsed.wait_ms) inputs.wait = std::chrono::milliseconds(*parsed.wait_ms);
+  return inputs;
+}
+
+// This thread's context, reset for a new pick.
+Context& NewContext(Form form, Clock::TimePoint start) {
+  thread_local Context context;
+  context.form = form;
+  context.start = start;
+  context.pool.clear();
+  context.model.clear();
+  context.found = false;
+  context.queued = false;
+  context.decided = start;
+  context.wait = {};
+  return context;
 }
 
 }  // namespace
 
-PickEndpoint::PickEndpoint(const routing::PoolDirectory& pools, PickMetrics& metrics,
-                           const Clock& clock, Options options)
+PickEndpoint::PickEndpoint(const PickPools& pools, PickMetrics& metrics, const Clock& clock,
+                           Options options)
     : pools_(pools), metrics_(metrics), clock_(clock), options_(std::move(options)) {}
 
 bool PickEndpoint::PoolsLoaded() const { return !options_.pools_loaded || options_.pools_loaded(); }
@@ -255,209 +302,146 @@ void PickEndpoint::Register(HttpServer& server) const {
                 [this](const Request& req, Response& resp) { DeleteSession(req, resp); });
 }
 
-namespace {
-
-// One pick, parsed: the pool and the engine's request.
-struct Parsed {
-  routing::PickRequest request;
-  std::optional<std::string_view> prompt;  // to hash, when the pool has prefix affinity
-  std::optional<nanoseconds> wait;         // the request's own wait
-};
-
-// The shared part of both forms, once the inputs are parsed and the pool found: pick, and answer
-// now or later.
-void Serve(const std::shared_ptr<routing::PoolState>& pool,
-           const routing::PoolState::EndpointSettings& settings, PickMetrics& metrics,
-           const Clock& clock, const Request& request, Response& response, std::string_view key,
-           Form form, Parsed& parsed, std::optional<nanoseconds> default_wait,
-           Clock::TimePoint start) {
-  Scratch& scratch = ThreadScratch();
-  if (parsed.prompt && settings.prefix_block_tokens > 0) {
-    scratch.hashes = routing::PrefixHashes(parsed.request.model, *parsed.prompt,
-                                           static_cast<std::size_t>(settings.prefix_block_tokens));
-    parsed.request.prefix = scratch.hashes;
-  }
-  const Clock::TimePoint now = clock.Now();
-  PickOutcome out = pool->TryPick(parsed.request, NextRandom(), now);
-  Context context{.pool = key, .model = parsed.request.model, .form = form};
-  if (out.status != PickStatus::kNoRoom) {
-    Answer(response, context, out);
-    metrics.Record(key, OutcomeOf(out), response.status(), clock.Now() - start);
-    return;
-  }
-  // No room now: wait in the queue, without this thread.
-  const std::optional<nanoseconds> wait = parsed.wait ? parsed.wait : default_wait;
-  const Clock::TimePoint deadline = routing::WaitDeadline(now, settings.queue_timeout, wait);
-  context.wait = deadline - now;
-  const Later later = request.Defer();
-  // The answer's context outlives the request's views: the callback keeps its own copies.
-  auto finish = [later, &metrics, &clock, key = std::string(key),
-                 model = std::string(parsed.request.model), form, wait = context.wait, start,
-                 now](const PickOutcome& outcome) {
-    later.Answer([outcome, &metrics, &clock, key, model, form, wait, start, now](Response& resp) {
-      Answer(resp, {.pool = key, .model = model, .form = form, .wait = wait}, outcome);
-      const Clock::TimePoint end = clock.Now();
-      metrics.Record(key, OutcomeOf(outcome), resp.status(), end - start);
-      metrics.RecordWait(key, end - now);
-    });
-  };
-  out = pool->Pick(parsed.request, NextRandom(), now, {.deadline = deadline, .done = finish});
-  if (out.status == PickStatus::kQueued) {
-    later.OnAbandon([weak = std::weak_ptr<routing::PoolState>(pool), ticket = out.ticket, &metrics,
-                     &clock, key = std::string(key), form, start](Abandon why) {
-      if (const auto state = weak.lock()) state->Cancel(ticket);
-      if (why == Abandon::kStopping) {
-        metrics.Record(key, Outcome::kShuttingDown, form == Form::kAuth ? 403 : 503,
-                       clock.Now() - start);
-      }
-    });
-    return;
-  }
-  finish(out);  // answered at once after all (refused, or placed as it was queued)
+void PickEndpoint::Record(const Context& context, Outcome outcome, int code) const {
+  const Clock::TimePoint end = clock_.Now();
+  metrics_.Record(context.Label(), outcome, code, end - context.start);
+  if (context.queued) metrics_.RecordWait(context.Label(), end - context.decided);
 }
 
-// A pool that is not in the directory: unknown, or not loaded yet.
-void UnknownPool(PickMetrics& metrics, const Clock& clock, Response& response, std::string_view key,
-                 Form form, bool loaded, Clock::TimePoint start) {
-  if (loaded) {
-    Fail(response, form, 404, "pool " + std::string(key) + ": not found on this replica");
+void PickEndpoint::Finish(Response& response, const Context& context, const Ending& ending) const {
+  if (ending.picked != nullptr) {
+    const PickOutcome& out = *ending.picked;
+    const routing::Worker& worker = out.worker();
+    if (context.form == Form::kJson) {
+      std::string& body = response.body();
+      body.assign(R"({"endpoint":)");
+      telemetry::AppendJsonString(body, worker.address);
+      body.append(R"(,"pod":)");
+      telemetry::AppendJsonString(body, worker.pod);
+      body.append(R"(,"reason":")").append(routing::ToString(out.reason));
+      body.append(R"(","generation":)").append(std::to_string(out.snapshot->generation()));
+      body.push_back('}');
+      response.set_content_type(kJsonContentType);
+    } else {
+      response.AddHeader(kDestinationHeader, worker.address);
+      response.AddHeader("x-eoc-pod", worker.pod);
+      response.AddHeader("x-eoc-reason", routing::ToString(out.reason));
+    }
   } else {
-    Fail(response, form, 503,
-         "pool " + std::string(key) + ": this replica has not loaded its pools yet", "1");
+    // The JSON body names the real code in every form; auth mode sends it as a 403 that carries
+    // the code in x-eoc-status.
+    response.SetError(ending.code, ending.message);
+    if (!ending.retry_after.empty()) response.AddHeader("Retry-After", ending.retry_after);
+    if (context.form == Form::kAuth) {
+      response.set_status(403);
+      response.AddHeader("x-eoc-status", std::to_string(ending.code));
+    }
   }
-  metrics.Record({}, loaded ? Outcome::kUnknownPool : Outcome::kNotPublished, response.status(),
-                 clock.Now() - start);
+  Record(context, ending.outcome, response.status());
 }
 
-}  // namespace
+void PickEndpoint::Serve(const Request& request, Response& response, Context& context,
+                         const PickPools::Entry& pool, Inputs& inputs) const {
+  context.found = true;
+  if (inputs.prompt) {
+    if (const std::int32_t block_tokens = pool.state->PromptBlockTokens(); block_tokens > 0) {
+      std::vector<routing::BlockHash>& hashes = ThreadScratch().hashes;
+      hashes = routing::PrefixHashes(inputs.request.model, *inputs.prompt,
+                                     static_cast<std::size_t>(block_tokens));
+      inputs.request.prefix = hashes;
+    }
+  }
+  const Clock::TimePoint now = clock_.Now();
+  std::optional<nanoseconds> wait = inputs.wait;
+  if (!wait && context.form == Form::kAuth) wait = options_.auth_mode_wait;
+  const Clock::TimePoint deadline = routing::WaitDeadline(now, pool.http.queue_timeout, wait);
+  context.decided = now;
+  context.wait = deadline - now;
+  // Made only when the engine queues the pick: the request is put off, and the callback answers
+  // it through a copy of the context.
+  std::optional<Later> later;
+  const auto make_done = [&]() -> routing::PickCallback {
+    later = request.Defer();
+    Context kept = context;
+    kept.queued = true;
+    return [this, answer = *later, kept = std::move(kept)](const PickOutcome& out) {
+      answer.Answer([this, kept, out](Response& r) { Finish(r, kept, EndingOf(kept, out)); });
+    };
+  };
+  const PickOutcome out = pool.state->Pick(inputs.request, NextRandom(), now,
+                                           {.deadline = deadline, .make_done = make_done});
+  if (!later) {  // decided at once
+    Finish(response, context, EndingOf(context, out));
+    return;
+  }
+  if (out.status != PickStatus::kQueued) {  // the queue refused it: answered through the deferral
+    later->Answer(
+        [this, kept = context, out](Response& r) { Finish(r, kept, EndingOf(kept, out)); });
+    return;
+  }
+  later->OnAbandon([this, weak = std::weak_ptr<routing::PoolState>(pool.state), ticket = out.ticket,
+                    kept = context](Abandon why) {
+    if (const auto state = weak.lock()) state->Cancel(ticket);
+    if (why == Abandon::kStopping) {
+      Record(kept, Outcome::kShuttingDown, kept.form == Form::kAuth ? 403 : 503);
+    }
+  });
+}
 
 void PickEndpoint::PickJson(const Request& request, Response& response) const {
-  const Clock::TimePoint start = clock_.Now();
+  Context& context = NewContext(Form::kJson, clock_.Now());
   Scratch& scratch = ThreadScratch();
   const std::string error = ParsePickBody(request.body(), scratch.body, scratch.body_scratch);
   if (!error.empty()) {
-    Fail(response, Form::kJson, 400, error);
-    metrics_.Record({}, Outcome::kBadRequest, 400, clock_.Now() - start);
+    Finish(response, context, BadRequest(error));
     return;
   }
   const PickBody& body = scratch.body;
-  const std::size_t slash = body.pool.find('/');
-  if (slash == std::string_view::npos || slash == 0 || slash + 1 == body.pool.size() ||
-      body.pool.find('/', slash + 1) != std::string_view::npos ||
-      body.pool.size() > routing::PoolDirectory::kMaxKeyBytes) {
-    Fail(response, Form::kJson, 400, "pool: must be \"namespace/name\", not " + Quoted(body.pool));
-    metrics_.Record({}, Outcome::kBadRequest, 400, clock_.Now() - start);
+  if (!IsPoolKey(body.pool)) {
+    Finish(response, context,
+           BadRequest("pool: must be \"namespace/name\", not " + Quoted(body.pool)));
     return;
   }
-  Parsed parsed;
-  parsed.request.model = body.model;
-  if (body.session_id) parsed.request.session = routing::SessionHashOf(*body.session_id);
-  parsed.request.prefix = body.prefix_hashes;
-  parsed.request.prompt_tokens = body.prompt_tokens;
-  parsed.request.expected_tokens = body.expected_tokens;
-  parsed.prompt = body.prompt;
-  if (body.wait_ms) parsed.wait = std::chrono::milliseconds(*body.wait_ms);
+  context.pool.assign(body.pool);
+  context.model.assign(body.model);
   const auto pool = pools_.Find(body.pool);
   if (pool == nullptr) {
-    UnknownPool(metrics_, clock_, response, body.pool, Form::kJson, PoolsLoaded(), start);
+    Finish(response, context, UnknownPool(context, PoolsLoaded()));
     return;
   }
-  Serve(pool, pool->endpoint_settings(), metrics_, clock_, request, response, body.pool,
-        Form::kJson, parsed, std::nullopt, start);
+  Inputs inputs = InputsOf(body);
+  inputs.prompt = body.prompt;
+  Serve(request, response, context, *pool, inputs);
 }
 
 void PickEndpoint::PickGateway(const Request& request, Response& response) const {
-  const Clock::TimePoint start = clock_.Now();
+  Context& context = NewContext(Form::kGateway, clock_.Now());
   Scratch& scratch = ThreadScratch();
-  Form form = Form::kGateway;
-  if (const auto mode = request.header("x-eoc-auth-mode")) {
-    const std::string_view value = Trim(*mode);
-    if (value == "1") {
-      form = Form::kAuth;
-    } else if (value != "0") {
-      Fail(response, form, 400, "header x-eoc-auth-mode: must be 1 or 0, not " + Quoted(value));
-      metrics_.Record({}, Outcome::kBadRequest, 400, clock_.Now() - start);
-      return;
-    }
-  }
-  auto bad = [&](const std::string& message) {
-    Fail(response, form, 400, message);
-    metrics_.Record({}, Outcome::kBadRequest, response.status(), clock_.Now() - start);
-  };
-  if (!PoolKeyOf(request, scratch.key)) {
-    bad("path: the pool must be /v1/pools/{namespace}/{name}/pick");
-    return;
-  }
-  Parsed parsed;
-  if (const auto model = request.header("x-model")) {
-    if (model->size() > routing::kMaxModelNameBytes) {
-      bad("header x-model: at most " + std::to_string(routing::kMaxModelNameBytes) + " bytes");
-      return;
-    }
-    parsed.request.model = Trim(*model);
-  }
-  for (const auto& [name, field] :
-       {std::pair{"x-eoc-prompt-tokens", &parsed.request.prompt_tokens},
-        std::pair{"x-eoc-expected-tokens", &parsed.request.expected_tokens}}) {
-    if (const auto value = request.header(name)) {
-      const auto n = WholeNumber(Trim(*value), kMaxPickTokens);
-      if (!n) {
-        bad(std::string("header ") + name + ": must be a whole number from 0 to " +
-            std::to_string(kMaxPickTokens));
-        return;
-      }
-      *field = *n;
-    }
-  }
-  if (const auto value = request.header("x-eoc-wait-ms")) {
-    const auto n = WholeNumber(Trim(*value), kMaxPickWaitMs);
-    if (!n) {
-      bad("header x-eoc-wait-ms: must be a whole number from 0 to " +
-          std::to_string(kMaxPickWaitMs));
-      return;
-    }
-    parsed.wait = std::chrono::milliseconds(*n);
-  }
-  if (const auto value = request.header("x-eoc-prefix-hashes")) {
-    scratch.hashes.clear();
-    std::string_view list = *value;
-    std::size_t index = 0;
-    while (!Trim(list).empty()) {
-      const std::size_t comma = list.find(',');
-      const std::string_view item = Trim(list.substr(0, comma));
-      const auto hash = routing::ParseBlockHash(item);
-      if (!hash) {
-        bad("header x-eoc-prefix-hashes: item " + std::to_string(index) +
-            " must be 16 hex digits, not " + Quoted(item));
-        return;
-      }
-      if (scratch.hashes.size() < routing::kMaxPrefixBlocks) scratch.hashes.push_back(*hash);
-      ++index;
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
-    parsed.request.prefix = scratch.hashes;
-  }
-  const auto pool = pools_.Find(scratch.key);
-  if (pool == nullptr) {
-    UnknownPool(metrics_, clock_, response, scratch.key, form, PoolsLoaded(), start);
-    return;
-  }
-  const routing::PoolState::EndpointSettings settings = pool->endpoint_settings();
+  const bool named = PoolKeyOf(request, scratch.key);
+  const auto pool = named ? pools_.Find(scratch.key) : nullptr;
   // The session header is the pool's own (sessionAffinity.header).
-  if (const auto session = request.header(settings.session_header)) {
-    const std::string_view id = Trim(*session);
-    if (id.size() > routing::kMaxSessionIdBytes) {
-      bad("header " + settings.session_header + ": at most " +
-          std::to_string(routing::kMaxSessionIdBytes) + " bytes");
-      return;
-    }
-    if (!id.empty()) parsed.request.session = routing::SessionHashOf(id);
+  const std::string error = ParsePickHeaders(
+      request, pool != nullptr ? std::string_view(pool->http.session_header) : std::string_view(),
+      scratch.headers);
+  const PickHeaders& headers = scratch.headers;
+  if (headers.auth_mode) context.form = Form::kAuth;
+  if (!error.empty()) {
+    Finish(response, context, BadRequest(error));
+    return;
   }
-  const std::optional<nanoseconds> default_wait =
-      form == Form::kAuth ? std::optional<nanoseconds>(options_.auth_mode_wait) : std::nullopt;
-  Serve(pool, settings, metrics_, clock_, request, response, scratch.key, form, parsed,
-        default_wait, start);
+  if (!named) {
+    Finish(response, context,
+           BadRequest("path: the pool must be /v1/pools/{namespace}/{name}/pick"));
+    return;
+  }
+  context.pool.assign(scratch.key);
+  context.model.assign(headers.model);
+  if (pool == nullptr) {
+    Finish(response, context, UnknownPool(context, PoolsLoaded()));
+    return;
+  }
+  Inputs inputs = InputsOf(headers);
+  Serve(request, response, context, *pool, inputs);
 }
 
 namespace {
@@ -486,8 +470,8 @@ struct SessionTarget {
   std::shared_ptr<routing::PoolState> pool;
 };
 
-std::optional<SessionTarget> FindSession(const routing::PoolDirectory& pools,
-                                         const Request& request, Response& response) {
+std::optional<SessionTarget> FindSession(const PickPools& pools, const Request& request,
+                                         Response& response) {
   SessionTarget target;
   if (!PoolKeyOf(request, target.key)) {
     response.SetError(400, "path: the pool must be /v1/pools/{namespace}/{name}/sessions/{id}");
@@ -496,11 +480,12 @@ std::optional<SessionTarget> FindSession(const routing::PoolDirectory& pools,
   auto id = SessionIdOf(request, response);
   if (!id) return std::nullopt;
   target.id = std::move(*id);
-  target.pool = pools.Find(target.key);
-  if (target.pool == nullptr) {
+  const auto entry = pools.Find(target.key);
+  if (entry == nullptr) {
     response.SetError(404, "pool " + target.key + ": not found on this replica");
     return std::nullopt;
   }
+  target.pool = entry->state;
   return target;
 }
 

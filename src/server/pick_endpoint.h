@@ -2,8 +2,9 @@
 // gateways call on every request to learn which worker should take it. Every replica serves it
 // from its own pool directory, leader or not.
 //
+//   eoc::server::PickPools pools;          // the controller writes it beside the pool directory
 //   eoc::server::PickMetrics metrics;
-//   eoc::server::PickEndpoint picks(directory, metrics, eoc::RealClock());
+//   eoc::server::PickEndpoint picks(pools, metrics, eoc::RealClock());
 //   picks.Register(server);   // before server.Start()
 //
 // Routes:
@@ -31,8 +32,15 @@
 // A pick that finds no room waits in its pool's queue without holding an I/O thread
 // (Request::Defer), up to the pool's queueTimeoutSeconds or the request's shorter wait; a client
 // that goes away takes its pick out of the queue, and a stopping server answers the waiting ones
-// 503. The hot path takes no lock: the directory and the pool's state are read lock-free, the
-// metrics are per thread (PickMetrics), and the parse and answer reuse per-thread buffers.
+// 503.
+//
+// How a pick goes through: each form has its parser (pick_body.h, pick_headers.h), which fills
+// the pick's inputs; the pool's entry in the server's table (pick_pools.h) gives its routing
+// state and its HTTP settings (the session header, the queue timeout) in one lookup; one call of
+// PoolState::Pick decides, and queues the pick in the same call when no worker has room (only
+// then is the request deferred); and one function answers every pick, in its form, and records
+// it. The hot path takes no lock: the table and the pool's state are read lock-free, the metrics
+// are per thread (PickMetrics), and the parse and answer reuse per-thread buffers.
 #pragma once
 
 #include <chrono>
@@ -40,9 +48,9 @@
 #include <functional>
 
 #include "common/clock.h"
-#include "routing/pool_directory.h"
 #include "server/http.h"
 #include "server/pick_metrics.h"
+#include "server/pick_pools.h"
 #include "server/server.h"
 
 namespace eoc::server {
@@ -58,10 +66,10 @@ class PickEndpoint {
     std::function<bool()> pools_loaded;
   };
 
-  // `pools`, `metrics` and `clock` must outlive the server the endpoint is registered on.
-  PickEndpoint(const routing::PoolDirectory& pools, PickMetrics& metrics, const Clock& clock,
-               Options options);
-  PickEndpoint(const routing::PoolDirectory& pools, PickMetrics& metrics, const Clock& clock)
+  // `pools`, `metrics` and `clock` must outlive the server the endpoint is registered on, and the
+  // endpoint must too (waiting picks are answered through it).
+  PickEndpoint(const PickPools& pools, PickMetrics& metrics, const Clock& clock, Options options);
+  PickEndpoint(const PickPools& pools, PickMetrics& metrics, const Clock& clock)
       : PickEndpoint(pools, metrics, clock, Options{}) {}
 
   // Adds the routes above to `server` (before its Start()).
@@ -73,10 +81,21 @@ class PickEndpoint {
   void GetSession(const Request& request, Response& response) const;
   void DeleteSession(const Request& request, Response& response) const;
 
+  // A pick's parts, defined beside the handlers (pick_endpoint.cc).
+  struct Context;  // its request context: what its answer and its metrics need
+  struct Inputs;   // its inputs, as its form's parser gave them
+  struct Ending;   // how it ends: a worker, or a refusal
+
  private:
   bool PoolsLoaded() const;
+  // Picks for a found pool, and answers now or later.
+  void Serve(const Request& request, Response& response, Context& context,
+             const PickPools::Entry& pool, Inputs& inputs) const;
+  // Answers the pick in its form and records it: every pick's answer goes through here.
+  void Finish(Response& response, const Context& context, const Ending& ending) const;
+  void Record(const Context& context, PickMetrics::Outcome outcome, int code) const;
 
-  const routing::PoolDirectory& pools_;
+  const PickPools& pools_;
   PickMetrics& metrics_;
   const Clock& clock_;
   const Options options_;

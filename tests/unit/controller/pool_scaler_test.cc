@@ -147,7 +147,8 @@ class PoolScalerTest : public ::testing::Test {
     published["status"]["routing"] = api::ToJson(api::InferencePoolStatus{
         .routing = BuildRoutingTable(p.spec, members_->workers, std::nullopt)})["routing"];
     store_.PutPool(published);
-    UpdatePoolDirectory(directory_, store_.GetPool(kKey)->pool, members_->workers, clock_.Now());
+    UpdatePoolDirectory(directory_, nullptr, store_.GetPool(kKey)->pool, members_->workers,
+                        clock_.Now());
   }
 
   // Each worker scraped with `ongoing` running requests (those in `idle` with none).

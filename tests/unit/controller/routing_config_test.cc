@@ -68,33 +68,35 @@ TEST(RoutingOptionsTest, ThePickEndpointsSettingsComeFromTheSpec) {
   spec.models = {"llama-3-8b", "qwen"};
   spec.routing.session_affinity.header = "x-conversation";
   spec.routing.admission.queue_timeout_seconds = 2.5;
-  const auto o = RoutingOptions(spec);
-  EXPECT_EQ(o.models, spec.models);
-  EXPECT_EQ(o.session_header, "x-conversation");
-  EXPECT_EQ(o.queue_timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(RoutingOptions(spec).models, spec.models);
+  const server::PoolHttpSettings settings = PickSettings(spec.routing);
+  EXPECT_EQ(settings.session_header, "x-conversation");
+  EXPECT_EQ(settings.queue_timeout, std::chrono::milliseconds(2500));
 }
 
-TEST(RoutingOptionsTest, TheDefaultSpecGivesTheEnginesDefaults) {
+TEST(RoutingOptionsTest, TheDefaultSpecGivesTheEnginesAndTheEndpointsDefaults) {
   EXPECT_EQ(RoutingOptions(api::DefaultSpec()), routing::PoolState::Options{});
+  EXPECT_EQ(PickSettings(api::DefaultSpec().routing), server::PoolHttpSettings{});
 }
 
 // A directory with the pool "prod/chat" of workers a and b in it.
 class UpdatePoolDirectoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+    UpdatePoolDirectory(directory_, &picks_, pool_, workers_, kNow);
     state_ = directory_.Find("prod/chat");
     ASSERT_NE(state_, nullptr);
     // Nothing published yet: no snapshot, so picks answer 503 until the leader's first table.
     ASSERT_EQ(state_->snapshot(), nullptr);
     EXPECT_EQ(state_->TryPick({}, 1, kNow).status, routing::PickStatus::kNotPublished);
     pool_.status.routing = BuildRoutingTable(pool_.spec, workers_, std::nullopt);
-    UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+    UpdatePoolDirectory(directory_, &picks_, pool_, workers_, kNow);
     ASSERT_NE(state_->snapshot(), nullptr);
   }
 
   SessionBudget budget_;
   PoolDirectory directory_{budget_};
+  server::PickPools picks_;
   api::InferencePool pool_ = Pool();
   const std::vector<Worker> workers_ = {W("a"), W("b")};
   std::shared_ptr<routing::PoolState> state_;
@@ -114,14 +116,31 @@ TEST_F(UpdatePoolDirectoryTest, TheSnapshotIsTheTablesListAndGeneration) {
   }
 
   // The same list against that status keeps the generation, and the snapshot.
-  UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+  UpdatePoolDirectory(directory_, &picks_, pool_, workers_, kNow);
   EXPECT_EQ(state_->snapshot(), snapshot);
 
   // A member more: the next generation, as the table will say.
-  UpdatePoolDirectory(directory_, pool_, {W("a"), W("b"), W("c")}, kNow);
+  UpdatePoolDirectory(directory_, &picks_, pool_, {W("a"), W("b"), W("c")}, kNow);
   EXPECT_EQ(state_->snapshot()->generation(), table.generation + 1);
   EXPECT_EQ(state_->snapshot()->size(), 3U);
   EXPECT_EQ(directory_.Find("prod/chat"), state_);  // the same state, updated in place
+}
+
+TEST_F(UpdatePoolDirectoryTest, ThePickEndpointsTableHoldsTheStateAndTheSpecsSettings) {
+  auto entry = picks_.Find("prod/chat");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->state, state_) << "the directory's state: one lookup finds both";
+  EXPECT_EQ(entry->http, server::PoolHttpSettings{});
+
+  pool_.spec.routing.session_affinity.header = "x-conversation";
+  pool_.spec.routing.admission.queue_timeout_seconds = 3;
+  UpdatePoolDirectory(directory_, &picks_, pool_, workers_, kNow);
+  entry = picks_.Find("prod/chat");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->state, state_);
+  EXPECT_EQ(entry->http.session_header, "x-conversation");
+  EXPECT_EQ(entry->http.queue_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(picks_.Size(), 1U);
 }
 
 TEST_F(UpdatePoolDirectoryTest, AStrategyChangeIsANewSnapshotAndSessionsStay) {
@@ -131,7 +150,7 @@ TEST_F(UpdatePoolDirectoryTest, AStrategyChangeIsANewSnapshotAndSessionsStay) {
 
   pool_.spec.routing.strategy = Strategy::kLeastBusy;
   pool_.spec.routing.session_affinity.ttl_seconds = 60;
-  UpdatePoolDirectory(directory_, pool_, workers_, kNow);
+  UpdatePoolDirectory(directory_, &picks_, pool_, workers_, kNow);
   EXPECT_EQ(state_->snapshot()->strategy(), Strategy::kLeastBusy);
   EXPECT_EQ(state_->options().sessions.ttl, std::chrono::seconds(60));
   const routing::PickOutcome again =
@@ -146,7 +165,7 @@ TEST_F(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
   for (std::size_t i = 0; i < api::kMaxRoutingTableWorkers + 3; ++i) {
     workers.push_back(W("pod-" + std::to_string(100000 + i)));
   }
-  UpdatePoolDirectory(directory_, pool_, workers, kNow);
+  UpdatePoolDirectory(directory_, &picks_, pool_, workers, kNow);
   EXPECT_EQ(state_->snapshot()->size(), api::kMaxRoutingTableWorkers);
 }
 
@@ -157,7 +176,7 @@ TEST_F(UpdatePoolDirectoryTest, WeightsAndDrainingComeFromThePublishedTable) {
   table.workers[0].draining = true;  // a, drained by the autoscaler's scale-in
   table.workers.push_back({.pod = "z", .address = "z:8000", .weight = 900});  // not seen here
   pool_.status.routing = table;
-  UpdatePoolDirectory(directory_, pool_, {W("a"), W("b"), W("c")}, kNow);
+  UpdatePoolDirectory(directory_, &picks_, pool_, {W("a"), W("b"), W("c")}, kNow);
   const auto snapshot = state_->snapshot();
   ASSERT_EQ(snapshot->size(), 3U);  // z absent: membership is local
   EXPECT_EQ(snapshot->worker(0).weight, 1000);

@@ -31,7 +31,8 @@ std::vector<int> PickCounts(const PoolSnapshot& snapshot, int n, std::string_vie
   std::mt19937_64 rng(2024);
   std::vector<int> counts(snapshot.size(), 0);
   for (int k = 0; k < n; ++k) {
-    const auto w = snapshot.Pick(model, rng(), static_cast<std::uint64_t>(k), kIdle, kAll);
+    const auto w =
+        snapshot.Pick(snapshot.RouteOf(model), rng(), static_cast<std::uint64_t>(k), kIdle, kAll);
     if (w) ++counts[*w];
   }
   return counts;
@@ -41,7 +42,8 @@ std::vector<int> PickCounts(const PoolSnapshot& snapshot, int n, std::string_vie
 std::vector<std::string> Placements(const PoolSnapshot& snapshot, int n) {
   std::vector<std::string> pods;
   for (int s = 0; s < n; ++s) {
-    const auto w = snapshot.PlaceSession(SessionHashOf("session-" + std::to_string(s)), "", kAll);
+    const auto w = snapshot.PlaceSession(SessionHashOf("session-" + std::to_string(s)),
+                                         snapshot.RouteOf(""), kAll);
     pods.push_back(w ? snapshot.worker(*w).pod : "");
   }
   return pods;
@@ -96,8 +98,9 @@ TEST(PoolSnapshotTest, RoundRobinTakesTurnsAndSkipsTheIneligible) {
   const std::vector<int> counts = PickCounts(*snapshot, 4000);
   EXPECT_EQ(counts, (std::vector<int>{1000, 1000, 1000, 0, 1000}));
   const auto not1 = [](std::size_t i) { return i != 1; };
-  EXPECT_EQ(snapshot->PickRoundRobin("", 1, not1), 2U);  // the turn of 1 passes to the next
-  EXPECT_EQ(snapshot->PickRoundRobin("", 2, not1), 2U);
+  EXPECT_EQ(snapshot->PickRoundRobin(snapshot->RouteOf(""), 1, not1),
+            2U);  // the turn of 1 passes to the next
+  EXPECT_EQ(snapshot->PickRoundRobin(snapshot->RouteOf(""), 2, not1), 2U);
 }
 
 TEST(PoolSnapshotTest, LeastBusyPicksTheLeastBusy) {
@@ -106,8 +109,10 @@ TEST(PoolSnapshotTest, LeastBusyPicksTheLeastBusy) {
   const auto busyness = [&](std::size_t i) { return busy[i]; };
   std::mt19937_64 rng(1);
   for (int k = 0; k < 100; ++k) {
-    EXPECT_EQ(snapshot->Pick("", rng(), 0, busyness, kAll), 3U);
-    EXPECT_EQ(snapshot->Pick("", rng(), 0, busyness, [](std::size_t i) { return i != 3; }), 5U);
+    EXPECT_EQ(snapshot->Pick(snapshot->RouteOf(""), rng(), 0, busyness, kAll), 3U);
+    EXPECT_EQ(snapshot->Pick(snapshot->RouteOf(""), rng(), 0, busyness,
+                             [](std::size_t i) { return i != 3; }),
+              5U);
   }
 }
 
@@ -118,7 +123,7 @@ TEST(PoolSnapshotTest, LeastBusySamplesLargePoolsAndSpreadsTies) {
   std::mt19937_64 rng(9);
   double rank = 0;
   for (int k = 0; k < 10'000; ++k)
-    rank += static_cast<double>(*snapshot->Pick("", rng(), 0, busyness, kAll));
+    rank += static_cast<double>(*snapshot->Pick(snapshot->RouteOf(""), rng(), 0, busyness, kAll));
   EXPECT_NEAR(rank / 10'000, 1000.0 / 9, 5);
   // Equal busyness: no worker is favoured.
   const std::vector<int> counts = PickCounts(*snapshot, 100'000);
@@ -133,7 +138,7 @@ TEST(PoolSnapshotTest, TwoChoicesPreferTheLessBusy) {
     int less_busy = 0;
     constexpr int kPicks = 100'000;
     for (int k = 0; k < kPicks; ++k) {
-      less_busy += *snapshot->Pick("", rng(), 0, busyness, kAll) == 1 ? 1 : 0;
+      less_busy += *snapshot->Pick(snapshot->RouteOf(""), rng(), 0, busyness, kAll) == 1 ? 1 : 0;
     }
     // The busier worker wins only when both draws are it: 1/4 of the time.
     EXPECT_NEAR(static_cast<double>(less_busy) / kPicks, 0.75, 0.01) << StrategyName(strategy);
@@ -162,12 +167,13 @@ TEST(PoolSnapshotTest, OnlyEligibleWorkersArePicked) {
     const auto only_777 = [](std::size_t i) { return i == 777; };  // found by the fallback scan
     std::mt19937_64 rng(3);
     for (int k = 0; k < 20; ++k) {
-      EXPECT_EQ(snapshot->Pick("", rng(), k, kIdle, only_777), 777U) << StrategyName(strategy);
+      EXPECT_EQ(snapshot->Pick(snapshot->RouteOf(""), rng(), k, kIdle, only_777), 777U)
+          << StrategyName(strategy);
     }
     const auto none = [](std::size_t) { return false; };
-    EXPECT_EQ(snapshot->Pick("", rng(), 0, kIdle, none), std::nullopt);
-    EXPECT_EQ(snapshot->PlaceSession(42, "", none), std::nullopt);
-    EXPECT_EQ(snapshot->PlaceSession(42, "", only_777), 777U);
+    EXPECT_EQ(snapshot->Pick(snapshot->RouteOf(""), rng(), 0, kIdle, none), std::nullopt);
+    EXPECT_EQ(snapshot->PlaceSession(42, snapshot->RouteOf(""), none), std::nullopt);
+    EXPECT_EQ(snapshot->PlaceSession(42, snapshot->RouteOf(""), only_777), 777U);
   }
 }
 
@@ -185,7 +191,8 @@ TEST(PoolSnapshotTest, PicksAndSessionsServeTheModel) {
     std::vector<int> unsaid = PickCounts(*snapshot, 3000, "");
     for (const int n : unsaid) EXPECT_GT(n, 500) << StrategyName(strategy);
     for (int s = 0; s < 1000; ++s) {
-      const auto w = snapshot->PlaceSession(static_cast<SessionHash>(s) * 7919, "mistral", kAll);
+      const auto w = snapshot->PlaceSession(static_cast<SessionHash>(s) * 7919,
+                                            snapshot->RouteOf("mistral"), kAll);
       ASSERT_TRUE(w.has_value());
       EXPECT_TRUE(snapshot->Serves(*w, "mistral"));
     }
@@ -205,7 +212,7 @@ TEST(PoolSnapshotTest, ModelsPastTheTableBudgetFilterTheSharedTables) {
     const std::vector<int> counts = PickCounts(*snapshot, 2000, model);
     EXPECT_EQ(counts[static_cast<std::size_t>(m)] + counts[60], 2000) << model;
     EXPECT_NEAR(counts[static_cast<std::size_t>(m)], 1000, 100) << model;
-    const auto w = snapshot->PlaceSession(123, model, kAll);
+    const auto w = snapshot->PlaceSession(123, snapshot->RouteOf(model), kAll);
     ASSERT_TRUE(w.has_value());
     EXPECT_TRUE(*w == static_cast<std::size_t>(m) || *w == 60) << model;
   }
@@ -236,11 +243,11 @@ TEST(PoolSnapshotTest, EmptyAndAllZeroPoolsChooseNothing) {
          {Strategy::kRoundRobin, Strategy::kLeastBusy, Strategy::kLatencyWeighted,
           Strategy::kJouleWeighted, Strategy::kCarbonWeighted}) {
       const auto snapshot = PoolSnapshot::Build(workers, 1, strategy);
-      EXPECT_FALSE(snapshot->HasCandidates(""));
-      EXPECT_FALSE(snapshot->HasCandidates("llama"));
-      EXPECT_EQ(snapshot->Pick("", 1, 1, kIdle, kAll), std::nullopt);
-      EXPECT_EQ(snapshot->Pick("llama", 1, 1, kIdle, kAll), std::nullopt);
-      EXPECT_EQ(snapshot->PlaceSession(1, "", kAll), std::nullopt);
+      EXPECT_FALSE(snapshot->RouteOf("").any);
+      EXPECT_FALSE(snapshot->RouteOf("llama").any);
+      EXPECT_EQ(snapshot->Pick(snapshot->RouteOf(""), 1, 1, kIdle, kAll), std::nullopt);
+      EXPECT_EQ(snapshot->Pick(snapshot->RouteOf("llama"), 1, 1, kIdle, kAll), std::nullopt);
+      EXPECT_EQ(snapshot->PlaceSession(1, snapshot->RouteOf(""), kAll), std::nullopt);
     }
   }
 }
@@ -253,14 +260,17 @@ TEST(PoolSnapshotTest, WithEveryWeightZeroTheLeastBusyServingWorkerIsTheFallback
   const auto busy = [](std::size_t i) { return i == 2 ? 0.9 : 0.1 * static_cast<double>(i); };
   // Worker 0 is draining, 3 serves another model, 2 is the busier of 1 and 2.
   for (std::uint64_t random = 0; random < 8; ++random) {
-    EXPECT_EQ(snapshot->PickUnweighted("llama", random, busy, kAll), 1U);
+    EXPECT_EQ(snapshot->PickUnweighted(snapshot->RouteOf("llama"), random, busy, kAll), 1U);
   }
-  EXPECT_EQ(snapshot->PickUnweighted("llama", 0, busy, [](std::size_t i) { return i != 1; }), 2U);
-  EXPECT_EQ(snapshot->PickUnweighted("llama", 0, busy, [](std::size_t) { return false; }),
+  EXPECT_EQ(snapshot->PickUnweighted(snapshot->RouteOf("llama"), 0, busy,
+                                     [](std::size_t i) { return i != 1; }),
+            2U);
+  EXPECT_EQ(snapshot->PickUnweighted(snapshot->RouteOf("llama"), 0, busy,
+                                     [](std::size_t) { return false; }),
             std::nullopt);
   // A model with candidates by weight is not the fallback's.
   const auto weighted = PoolSnapshot::Build(Workers(2), 1, Strategy::kJouleWeighted);
-  EXPECT_EQ(weighted->PickUnweighted("llama", 0, busy, kAll), std::nullopt);
+  EXPECT_EQ(weighted->PickUnweighted(weighted->RouteOf("llama"), 0, busy, kAll), std::nullopt);
 }
 
 TEST(PoolSnapshotTest, TwoSnapshotsOfOneTablePlaceSessionsAlike) {
@@ -279,12 +289,13 @@ TEST(PoolSnapshotTest, SessionsGoWhereTheyPreferWhileEligible) {
   const auto snapshot = PoolSnapshot::Build(Workers(10), 1, Strategy::kJouleWeighted);
   for (int s = 0; s < 1000; ++s) {
     const SessionHash h = SessionHashOf("s" + std::to_string(s));
-    const std::size_t first = *snapshot->PlaceSession(h, "", kAll);
+    const std::size_t first = *snapshot->PlaceSession(h, snapshot->RouteOf(""), kAll);
     const auto not_first = [&](std::size_t i) { return i != first; };
-    const auto second = snapshot->PlaceSession(h, "", not_first);
+    const auto second = snapshot->PlaceSession(h, snapshot->RouteOf(""), not_first);
     ASSERT_TRUE(second.has_value());
     EXPECT_NE(*second, first);
-    EXPECT_EQ(snapshot->PlaceSession(h, "", not_first), second);  // deterministic
+    EXPECT_EQ(snapshot->PlaceSession(h, snapshot->RouteOf(""), not_first),
+              second);  // deterministic
   }
 }
 
@@ -354,8 +365,8 @@ TEST(PoolSnapshotTest, ManyThreadsShareOneSnapshot) {
       const auto busy = [&](std::size_t i) { return in_flight[i].load() / 10.0; };
       const auto ok = [&](std::size_t i) { return in_flight[i].load() < 10; };
       for (int k = 0; k < 20'000; ++k) {
-        const auto w = snapshot->Pick("", rng(), ticket.fetch_add(1), busy, ok);
-        const auto s = snapshot->PlaceSession(rng(), "", ok);
+        const auto w = snapshot->Pick(snapshot->RouteOf(""), rng(), ticket.fetch_add(1), busy, ok);
+        const auto s = snapshot->PlaceSession(rng(), snapshot->RouteOf(""), ok);
         if (!w || !s) continue;
         in_flight[*w].fetch_add(1);
         picked.fetch_add(1);

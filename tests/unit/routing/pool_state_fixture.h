@@ -48,8 +48,9 @@ inline std::string Where(const PickOutcome& outcome) {
 // with later.
 inline PickOutcome PickOrWait(PoolState& state, TimePoint now, std::optional<PickStatus>& answer) {
   return state.Pick({}, 1, now,
-                    {.deadline = now + std::chrono::seconds(30),
-                     .done = [&answer](const PickOutcome& o) { answer = o.status; }});
+                    {.deadline = now + std::chrono::seconds(30), .make_done = [&answer] {
+                       return [&answer](const PickOutcome& o) { answer = o.status; };
+                     }});
 }
 
 class PoolStateTest : public ::testing::Test {

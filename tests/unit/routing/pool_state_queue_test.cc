@@ -45,10 +45,9 @@ class PoolStateQueueTest : public PoolStateTest {
  protected:
   PickOutcome Wait(const PickRequest& request, const std::string& name,
                    seconds timeout = seconds(30)) {
-    PoolState::Wait wait;
-    wait.deadline = now_ + timeout;
-    wait.done = answers_.For(name);
-    return state_->Pick(request, rng_(), now_, std::move(wait));
+    return state_->Pick(request, rng_(), now_, {.deadline = now_ + timeout, .make_done = [&] {
+                                                  return answers_.For(name);
+                                                }});
   }
 
   Answers answers_;
@@ -68,6 +67,32 @@ TEST_F(PoolStateQueueTest, WaitingPicksAreReleasedInOrderAsCapacityAppears) {
   Observe(0, LoadOf(0, 10));
   EXPECT_EQ(answers_.Names(), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(state_->Waiting(), 0U);
+}
+
+TEST_F(PoolStateQueueTest, OnlyAPickThatIsQueuedMakesItsCallbackAndOneDecisionQueuesIt) {
+  Start(Workers(2), Strategy::kRoundRobin);
+  int made = 0;
+  const auto pick = [&] {
+    return state_->Pick({}, 1, now_, {.deadline = now_ + seconds(30), .make_done = [&] {
+                                        ++made;
+                                        return answers_.For("waited");
+                                      }});
+  };
+  EXPECT_EQ(Where(pick()), PodOf(0));
+  EXPECT_EQ(made, 0) << "a pick that finds room makes no callback";
+
+  Observe(0, LoadOf(0, 0));
+  Observe(1, LoadOf(0, 0));
+  EXPECT_EQ(pick().status, PickStatus::kQueued) << "queued by the same call";
+  EXPECT_EQ(made, 1);
+  // Round robin takes one turn per decision: turn 0 was the first pick's, turn 1 the one that
+  // found no room (once), turn 2 its release on the first scrape with room; so turn 3 is worker
+  // 1's (a second decision of the queued pick would have made it worker 0's).
+  Observe(0, LoadOf(0, 100));
+  ASSERT_EQ(answers_.log.size(), 1U);
+  EXPECT_EQ(answers_.log[0].second, PodOf(0));
+  Observe(1, LoadOf(0, 100));
+  EXPECT_EQ(Where(state_->TryPick({}, 1, now_)), PodOf(1));
 }
 
 TEST_F(PoolStateQueueTest, ANewWorkerReleasesWaitingPicks) {
@@ -287,14 +312,15 @@ TEST_F(PoolStateQueueTest, ConcurrentWaitingPicksAreEachAnsweredOnce) {
         PickRequest request{.session = SessionHashOf(std::to_string(rng() % 2000)),
                             .prefix = prompt};
         if (k % 3 == 0) request.session.reset();
-        const PickOutcome out =
-            state_->Pick(request, rng(), kT0,
-                         {.deadline = kT0 + seconds(1 + static_cast<int>(rng() % 20)),
-                          .done = [&, id](const PickOutcome&) {
-                            const std::lock_guard lock(answered_mu);
-                            ++answers_per_id[id];
-                            ++answered;
-                          }});
+        const PickOutcome out = state_->Pick(
+            request, rng(), kT0,
+            {.deadline = kT0 + seconds(1 + static_cast<int>(rng() % 20)), .make_done = [&, id] {
+               return [&, id](const PickOutcome&) {
+                 const std::lock_guard lock(answered_mu);
+                 ++answers_per_id[id];
+                 ++answered;
+               };
+             }});
         if (out.status == PickStatus::kQueued) {
           ++queued;
           if (rng() % 10 == 0 && state_->Cancel(out.ticket)) ++cancelled;

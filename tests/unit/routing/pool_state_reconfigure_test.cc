@@ -107,9 +107,10 @@ TEST_F(ReconfigureTest, LoadsCountsAndWaitingPicksSurvive) {
   Start(Workers(1));
   Observe(0, LoadOf(/*running=*/10, /*free_blocks=*/0));  // full: picks wait
   int answered = 0;
-  const PickOutcome waiting = state_->Pick({}, 1, now_,
-                                           {.deadline = now_ + std::chrono::seconds(30),
-                                            .done = [&](const PickOutcome&) { ++answered; }});
+  const PickOutcome waiting =
+      state_->Pick({}, 1, now_, {.deadline = now_ + std::chrono::seconds(30), .make_done = [&] {
+                                   return [&](const PickOutcome&) { ++answered; };
+                                 }});
   ASSERT_EQ(waiting.status, PickStatus::kQueued);
   const double busy = *state_->Busyness(KeyOf(0));
 

@@ -537,12 +537,13 @@ TEST_F(PoolStateTest, APickForAModelTheSpecDoesNotListIsUnknown) {
   EXPECT_TRUE(Pick({}).picked()) << "a pick that names no model takes any";
   EXPECT_EQ(Pick({.model = "mistral"}).status, PickStatus::kUnknownModel);
   std::optional<PickStatus> answer;
-  EXPECT_EQ(state_
-                ->Pick({.model = "mistral"}, 1, now_,
-                       {.deadline = now_ + std::chrono::seconds(9),
-                        .done = [&](const PickOutcome& o) { answer = o.status; }})
-                .status,
-            PickStatus::kUnknownModel)
+  EXPECT_EQ(
+      state_
+          ->Pick({.model = "mistral"}, 1, now_,
+                 {.deadline = now_ + std::chrono::seconds(9),
+                  .make_done = [&] { return [&](const PickOutcome& o) { answer = o.status; }; }})
+          .status,
+      PickStatus::kUnknownModel)
       << "answered at once, never queued";
   EXPECT_EQ(state_->Waiting(), 0U);
   EXPECT_FALSE(answer.has_value());
@@ -597,19 +598,14 @@ TEST_F(PoolStateTest, SessionEvictionsCountWhatTheBoundsPushedOut) {
   EXPECT_EQ(state_->SessionEvictions(), 3U);
 }
 
-TEST_F(PoolStateTest, TheEndpointSettingsAreTheOptionsInForce) {
+TEST_F(PoolStateTest, PromptsAreCutInTheBlockSizeInForce) {
   PoolState::Options options = DefaultOptions();
-  options.session_header = "x-conversation";
-  options.queue_timeout = std::chrono::seconds(7);
   options.block_size_tokens = 32;
   Start(Workers(1), Strategy::kJouleWeighted, options);
-  auto settings = state_->endpoint_settings();
-  EXPECT_EQ(settings.session_header, "x-conversation");
-  EXPECT_EQ(settings.queue_timeout, std::chrono::seconds(7));
-  EXPECT_EQ(settings.prefix_block_tokens, 32);
+  EXPECT_EQ(state_->PromptBlockTokens(), 32);
   options.prefix_affinity = false;
   state_->Reconfigure(options, now_);
-  EXPECT_EQ(state_->endpoint_settings().prefix_block_tokens, 0) << "prompts are not hashed";
+  EXPECT_EQ(state_->PromptBlockTokens(), 0) << "prompts are not hashed";
 }
 
 }  // namespace

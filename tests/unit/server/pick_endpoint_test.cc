@@ -61,8 +61,9 @@ class PickEndpointTest : public ::testing::Test {
 
   void Start(const routing::PoolState::Options& options = DefaultOptions(),
              std::vector<routing::Worker> workers = {W("vllm-0"), W("vllm-1")},
-             const ServerOptions& server_options = {.threads = 2}) {
-    pool_ = directory_.Configure("prod/chat", options, clock_.Now());
+             const ServerOptions& server_options = {.threads = 2},
+             const PoolHttpSettings& http = {.queue_timeout = std::chrono::seconds(20)}) {
+    pool_ = Configure("prod/chat", options, http);
     pool_->SetSnapshot(
         routing::PoolSnapshot::Build(std::move(workers), 4, routing::Strategy::kRoundRobin),
         clock_.Now());
@@ -74,9 +75,27 @@ class PickEndpointTest : public ::testing::Test {
 
   static routing::PoolState::Options DefaultOptions() {
     routing::PoolState::Options options;
-    options.queue_timeout = std::chrono::seconds(20);
     options.models = {"llama", "qwen"};
     return options;
+  }
+
+  // Adds the pool as the controller does: its state to the directory, and the state with its
+  // HTTP settings to the endpoint's table.
+  std::shared_ptr<routing::PoolState> Configure(const std::string& key,
+                                                const routing::PoolState::Options& options,
+                                                const PoolHttpSettings& http = {}) {
+    auto state = directory_.Configure(key, options, clock_.Now());
+    pools_.Set(key, state, http);
+    return state;
+  }
+
+  // Stops the server and takes the pool out, for a Start() with other settings.
+  void Restart() {
+    server_->Stop();
+    server_.reset();
+    ticker_.Stop();
+    pools_.Remove("prod/chat");
+    directory_.Remove("prod/chat");
   }
 
   std::optional<RawResponse> Fetch(const std::string& request) const {
@@ -121,9 +140,10 @@ class PickEndpointTest : public ::testing::Test {
   const Clock& clock_ = RealClock();
   routing::SessionBudget budget_{100'000};
   routing::PoolDirectory directory_{budget_};
+  PickPools pools_;
   std::shared_ptr<routing::PoolState> pool_;
   PickMetrics metrics_;
-  PickEndpoint endpoint_{directory_, metrics_, clock_};
+  PickEndpoint endpoint_{pools_, metrics_, clock_};
   PoolTicker ticker_{directory_, clock_};
   std::unique_ptr<HttpServer> server_;  // last: stopped first
 };
@@ -228,10 +248,7 @@ TEST_F(PickEndpointTest, ARequestLargerThanTheLargestWorkerIs400NamingBothNumber
 }
 
 TEST_F(PickEndpointTest, APickWithNoRoomWaitsWithoutAThreadAndIsAnsweredWhenRoomAppears) {
-  server_->Stop();
-  server_.reset();
-  ticker_.Stop();
-  directory_.Remove("prod/chat");
+  Restart();
   // One I/O thread: if a waiting pick held it, nothing else would be served.
   Start(DefaultOptions(), {W("vllm-0")}, {.threads = 1});
   ObserveAll(0);
@@ -253,10 +270,7 @@ TEST_F(PickEndpointTest, APickWithNoRoomWaitsWithoutAThreadAndIsAnsweredWhenRoom
 }
 
 TEST_F(PickEndpointTest, AWaitPastItsDeadlineIs504AndAFullQueueIs429) {
-  server_->Stop();
-  server_.reset();
-  ticker_.Stop();
-  directory_.Remove("prod/chat");
+  Restart();
   routing::PoolState::Options options = DefaultOptions();
   options.max_queue = 1;
   Start(options, {W("vllm-0")});
@@ -275,10 +289,7 @@ TEST_F(PickEndpointTest, AWaitPastItsDeadlineIs504AndAFullQueueIs429) {
 }
 
 TEST_F(PickEndpointTest, AuthModeTurnsEveryFailureInto403CarryingTheRealStatus) {
-  server_->Stop();
-  server_.reset();
-  ticker_.Stop();
-  directory_.Remove("prod/chat");
+  Restart();
   routing::PoolState::Options options = DefaultOptions();
   options.max_queue = 0;  // no waiting: an empty pool answers 503 at once
   Start(options, {});
@@ -299,7 +310,7 @@ TEST_F(PickEndpointTest, AuthModeTurnsEveryFailureInto403CarryingTheRealStatus) 
 }
 
 TEST_F(PickEndpointTest, ANotYetPublishedPoolIs503) {
-  directory_.Configure("prod/new", DefaultOptions(), clock_.Now());
+  Configure("prod/new", DefaultOptions());
   const auto response = Fetch(Post(R"({"pool":"prod/new"})"));
   EXPECT_EQ(response->status, 503);
   EXPECT_EQ(response->header("retry-after"), "1");
@@ -324,7 +335,56 @@ TEST_F(PickEndpointTest, SessionsCanBeReadAndForgotten) {
       Fetch("DELETE /v1/pools/prod/chat/sessions/user%207 HTTP/1.1\r\nHost: t\r\n\r\n")->status,
       404);
   EXPECT_EQ(Fetch(Get("/v1/pools/prod/chat/sessions/bad%zz"))->status, 400);
+  // Only hex digits: from_chars would read "-1" as a number, and decode it to 0xFF.
+  for (const char* id : {"%-1", "%+1", "%1-", "a%-f"}) {
+    const auto response = Fetch(Get("/v1/pools/prod/chat/sessions/" + std::string(id)));
+    EXPECT_EQ(response->status, 400) << id << ": " << response->body;
+  }
   EXPECT_EQ(Fetch(Get("/v1/pools/prod/other/sessions/x"))->status, 404);
+}
+
+TEST_F(PickEndpointTest, APickThatFindsNoRoomIsDecidedOnceAndQueuedByTheSameCall) {
+  // Round robin takes one turn per decision (the pool's strategy here).
+  const auto first = Fetch(Post(R"({"pool":"prod/chat"})"));  // turn 0
+  ASSERT_EQ(first->status, 200);
+  EXPECT_THAT(first->body, HasSubstr(R"("pod":"prod/vllm-0")"));
+  ObserveAll(0);
+  RawClient waiting(server_->port());
+  ASSERT_TRUE(waiting.Send(Post(R"({"pool":"prod/chat"})")));  // turn 1, queued
+  ASSERT_TRUE(AwaitWaiting(1));
+  const auto& workers = pool_->snapshot()->workers();
+  pool_->ObserveLoad(workers[0].key, Blocks(100), clock_.Now());  // turn 2: released to vllm-0
+  const auto released = waiting.ReadResponse();
+  ASSERT_TRUE(released.has_value());
+  EXPECT_THAT(released->body, HasSubstr(R"("reason":"queued")"));
+  pool_->ObserveLoad(workers[1].key, Blocks(100), clock_.Now());
+  // Turn 3 is vllm-1's; had the waiting pick been decided twice (a try, then the pick that
+  // queued it), this would be turn 4, vllm-0's.
+  const auto next = Fetch(Post(R"({"pool":"prod/chat"})"));
+  ASSERT_EQ(next->status, 200);
+  EXPECT_THAT(next->body, HasSubstr(R"("pod":"prod/vllm-1")"));
+}
+
+TEST_F(PickEndpointTest, ThePoolsSessionHeaderAndQueueTimeoutAreTheServersTables) {
+  pools_.Set("prod/chat", pool_,
+             {.session_header = "x-conversation", .queue_timeout = std::chrono::milliseconds(200)});
+  const auto first = Fetch(Get(kGatewayPath, "x-conversation: c-1\r\n"));
+  ASSERT_EQ(first->status, 200);
+  EXPECT_EQ(first->header("x-eoc-reason"), "session");
+  const auto again = Fetch(Get(kGatewayPath, "x-conversation: c-1\r\n"));
+  EXPECT_EQ(again->header("x-gateway-destination-endpoint"),
+            first->header("x-gateway-destination-endpoint"));
+  EXPECT_EQ(pool_->sessions()->Size(), 1U);
+  EXPECT_EQ(Fetch(Get(kGatewayPath, "x-session-id: s-1\r\n"))->header("x-eoc-reason"), "strategy")
+      << "the default header is not the pool's";
+  EXPECT_THAT(Fetch(Get(kGatewayPath, "x-conversation: " + std::string(300, 'c') + "\r\n"))->body,
+              HasSubstr("header x-conversation: at most 256 bytes"));
+
+  ObserveAll(0);
+  const auto late = Fetch(Post(R"({"pool":"prod/chat"})"));
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->status, 504);
+  EXPECT_THAT(late->body, HasSubstr("no worker had room within the wait of 200 ms"));
 }
 
 TEST_F(PickEndpointTest, PipelinedPicksAreAnsweredInOrder) {

@@ -1,0 +1,64 @@
+// The pick endpoint's table of pools: one lookup gives a pool's state and its HTTP settings.
+#include "server/pick_pools.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include "routing/session_table.h"
+
+namespace eoc::server {
+namespace {
+
+class PickPoolsTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<routing::PoolState> NewState() {
+    return std::make_shared<routing::PoolState>(routing::PoolState::Options{}, budget_);
+  }
+
+  routing::SessionBudget budget_{1000};
+  PickPools pools_;
+};
+
+TEST_F(PickPoolsTest, FindsWhatWasSetUntilItIsRemoved) {
+  EXPECT_EQ(pools_.Find("prod/chat"), nullptr);
+  const auto state = NewState();
+  pools_.Set("prod/chat", state, {.session_header = "x-conversation"});
+  const auto entry = pools_.Find("prod/chat");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->state, state);
+  EXPECT_EQ(entry->http.session_header, "x-conversation");
+  EXPECT_EQ(entry->http.queue_timeout, std::chrono::seconds(120)) << "the CRD's default";
+  EXPECT_EQ(pools_.Find("prod/other"), nullptr);
+  EXPECT_EQ(pools_.Size(), 1U);
+
+  EXPECT_TRUE(pools_.Remove("prod/chat"));
+  EXPECT_EQ(pools_.Find("prod/chat"), nullptr);
+  EXPECT_FALSE(pools_.Remove("prod/chat"));
+  EXPECT_EQ(entry->state, state) << "an entry a pick holds stays valid";
+}
+
+TEST_F(PickPoolsTest, ASetReplacesTheSettingsAndTheStateAndAnUnchangedOneKeepsTheMap) {
+  const auto state = NewState();
+  pools_.Set("prod/chat", state, {});
+  const PickPools::Entry* before = pools_.Find("prod/chat").get();
+  pools_.Set("prod/chat", state, {});
+  EXPECT_EQ(pools_.Find("prod/chat").get(), before) << "nothing changed: the same map";
+
+  pools_.Set("prod/chat", state, {.queue_timeout = std::chrono::seconds(5)});
+  EXPECT_EQ(pools_.Find("prod/chat")->http.queue_timeout, std::chrono::seconds(5));
+  const auto other = NewState();
+  pools_.Set("prod/chat", other, {.queue_timeout = std::chrono::seconds(5)});
+  EXPECT_EQ(pools_.Find("prod/chat")->state, other);
+  EXPECT_EQ(pools_.Size(), 1U);
+}
+
+TEST_F(PickPoolsTest, ANullStateIsRefused) {
+  EXPECT_THROW(pools_.Set("prod/chat", nullptr, {}), std::invalid_argument);
+  EXPECT_EQ(pools_.Find("prod/chat"), nullptr);
+}
+
+}  // namespace
+}  // namespace eoc::server
