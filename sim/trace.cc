@@ -15,6 +15,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/bounded_json.h"
 #include "common/mix64.h"
 #include "common/rfc3339.h"
 #include "common/text.h"
@@ -28,6 +29,9 @@ constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20U;
 constexpr std::size_t kMaxRequests = 10'000'000;
 constexpr std::int64_t kMaxTokens = 10'000'000;
 constexpr std::size_t kMaxHashIds = std::size_t{1} << 16U;
+// A Mooncake row nests two levels (an object holding hash_ids); 16 leaves room for members we
+// ignore, and bounds what later recursion on a row's values (a message's excerpt) could meet.
+constexpr std::size_t kMaxMooncakeRowDepth = 16;
 constexpr std::int32_t kMooncakeBlockTokens = 512;
 constexpr std::int32_t kMaxBlockTokens = 1 << 20;
 constexpr std::int32_t kMaxPrefixTokens = 1 << 20;
@@ -272,28 +276,17 @@ AzureRow ParseAzureRow(std::string_view text, const std::string& name, std::size
   return row;
 }
 
-// A JSON value as the line has it, cut short after 100 bytes as Quoted cuts a string: a value may
-// be an array of a megabyte.
-std::string Shown(const json& value) {
-  constexpr std::size_t kMaxShown = 100;
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxShown) {
-    text.resize(kMaxShown);
-    text += "...";
-  }
-  return text;
-}
-
 // A JSON number that must be whole and from 0 to `max` (integral floats such as 512.0 count).
 double JsonWhole(const json& object, const char* member, double max, const std::string& name,
                  std::size_t line) {
   const auto it = object.find(member);
   if (it == object.end()) FailAt(name, line, std::string("no \"") + member + "\" member");
   if (!it->is_number()) {
-    FailAt(name, line, std::string("\"") + member + "\" is " + Shown(*it) + ", not a number");
+    FailAt(name, line,
+           std::string("\"") + member + "\" is " + DescribeJson(*it) + ", not a number");
   }
   const double value = it->get<double>();
-  const std::string what = std::string("\"") + member + "\" " + Shown(*it);
+  const std::string what = std::string("\"") + member + "\" " + DescribeJson(*it);
   if (value != std::floor(value)) FailAt(name, line, what + " is not a whole number");
   if (value < 0) FailAt(name, line, what + " is negative");
   if (value > max) FailAt(name, line, what + " is absurdly large");
@@ -308,12 +301,11 @@ struct MooncakeRow {
 };
 
 MooncakeRow ParseMooncakeRow(std::string_view text, const std::string& name, std::size_t line) {
-  json object;
-  try {
-    object = json::parse(text);
-  } catch (const json::parse_error& e) {
-    FailAt(name, line, "not valid JSON (at byte " + std::to_string(e.byte) + ")");
-  }
+  std::string error;
+  const std::optional<json> parsed = ParseBoundedJson(
+      text, {.max_depth = kMaxMooncakeRowDepth, .max_bytes = kMaxLineBytes}, error);
+  if (!parsed) FailAt(name, line, error);
+  const json& object = *parsed;
   if (!object.is_object()) FailAt(name, line, "not a JSON object");
   MooncakeRow row;
   row.milliseconds = JsonWhole(object, "timestamp", kMaxTimestampMs, name, line);
@@ -342,7 +334,7 @@ MooncakeRow ParseMooncakeRow(std::string_view text, const std::string& name, std
       row.ids.push_back(static_cast<std::uint64_t>(id.get<std::int64_t>()));
     } else {
       FailAt(name, line,
-             "hash_ids[" + std::to_string(i) + "] is " + Shown(id) + ", not an integer");
+             "hash_ids[" + std::to_string(i) + "] is " + DescribeJson(id) + ", not an integer");
     }
   }
   return row;

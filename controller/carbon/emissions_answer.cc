@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/spec_rules.h"
+#include "common/bounded_json.h"
 #include "common/rfc3339.h"
 #include "common/text.h"
 #include "signals/carbon_intensity.h"
@@ -34,16 +35,11 @@ std::string TypeName(const nlohmann::json& v) { return v.type_name(); }
 
 EmissionsAnswer ParseEmissionsByLocations(std::string_view body,
                                           std::span<const std::string> zones) {
-  if (body.size() > kMaxEmissionsAnswerBytes) {
-    return Refused("the answer is " + std::to_string(body.size()) + " bytes, over the limit of " +
-                   std::to_string(kMaxEmissionsAnswerBytes));
-  }
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range
-    return Refused("not JSON: " + std::string(e.what()));
-  }
+  std::string error;
+  const std::optional<nlohmann::json> parsed = ParseBoundedJson(
+      body, {.max_depth = kMaxEmissionsAnswerDepth, .max_bytes = kMaxEmissionsAnswerBytes}, error);
+  if (!parsed) return Refused("the answer: " + error);
+  const nlohmann::json& doc = *parsed;
   if (!doc.is_array()) {
     return Refused("expected a JSON array of {location, time, rating}, got " + TypeName(doc));
   }
@@ -76,8 +72,7 @@ EmissionsAnswer ParseEmissionsByLocations(std::string_view body,
     const auto rating = entry.find("rating");
     if (rating == entry.end()) return Refused(where + ".rating: missing");
     if (!rating->is_number()) {
-      return Refused(where + ".rating: not a number (" + TypeName(*rating) + " " + rating->dump() +
-                     ")");
+      return Refused(where + ".rating: expected a number, got " + DescribeJson(*rating));
     }
     const double value = rating->get<double>();
     if (!signals::IsValidCarbonIntensity(value)) {

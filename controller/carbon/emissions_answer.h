@@ -3,14 +3,15 @@
 // Pure (no I/O); JSON through nlohmann, which is why it is here and not in src/signals.
 //
 //   const auto answer = eoc::controller::carbon::ParseEmissionsByLocations(body, {"eastus"});
-//   if (answer.error) log(*answer.error);                 // "[1].rating: not a number"
+//   if (answer.error) log(*answer.error);  // "[1].rating: expected a number, got \"70\""
 //   for (const auto& [zone, rating] : answer.ratings) ... // 70
 //   for (const auto& [zone, why] : answer.missing) ...    // "no entry for location \"westus\""
 //
 // The rules:
-// - The body is at most kMaxEmissionsAnswerBytes and holds at most kMaxEmissionsEntries entries;
-//   it must be a JSON array (the docs' /emissions/bylocations/best quickstart answers an object:
-//   that is another endpoint, refused here).
+// - The body is at most kMaxEmissionsAnswerBytes, nests at most kMaxEmissionsAnswerDepth levels
+//   and holds at most kMaxEmissionsEntries entries; it must be a JSON array (the docs'
+//   /emissions/bylocations/best quickstart answers an object: that is another endpoint, refused
+//   here).
 // - Each entry is an object with a non-empty string `location`, an RFC 3339 `time` and a numeric
 //   `rating` that signals::IsValidCarbonIntensity accepts (finite, 0 to 100,000); `duration` and
 //   any other member are ignored. One bad entry refuses the whole answer, with its index and member
@@ -34,6 +35,10 @@ namespace eoc::controller::carbon {
 // A few hundred bytes per entry; 1 MiB holds thousands of them, far more than a pool's zones over
 // a day of 5-minute data, and bounds what one answer may cost.
 inline constexpr std::size_t kMaxEmissionsAnswerBytes = std::size_t{1} << 20;
+// An answer nests two levels (an array of objects); 32 leaves the SDK room to add members of its
+// own, and checked while parsing it keeps an answer of 100,000 levels from overflowing the stack
+// when anything recurses on it.
+inline constexpr std::size_t kMaxEmissionsAnswerDepth = 32;
 inline constexpr std::size_t kMaxEmissionsEntries = 10'000;
 
 struct EmissionsAnswer {

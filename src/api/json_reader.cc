@@ -10,13 +10,6 @@ namespace eoc::api::internal {
 
 using nlohmann::json;
 
-std::string Describe(const json& value) {
-  if (value.is_string()) return Quoted(value.get_ref<const std::string&>());
-  if (value.is_object()) return "an object";
-  if (value.is_array()) return "an array";
-  return value.dump();
-}
-
 std::string KeyPath(const std::string& base, std::string_view key) {
   constexpr std::size_t kMaxShown = 100;
   if (key.size() <= kMaxShown) return base + "[" + std::string(key) + "]";
@@ -67,7 +60,7 @@ std::optional<std::int64_t> ReadInt(const json& value, const IntRange& range,
   } else {
     message = "must be at most " + std::to_string(range.max);
   }
-  errors.push_back({path, message + ", got " + Describe(value)});
+  errors.push_back({path, message + ", got " + DescribeJson(value)});
   return std::nullopt;
 }
 
@@ -88,7 +81,7 @@ std::optional<double> ReadNumber(const json& value, const NumberRange& range,
   } else {
     return d;
   }
-  errors.push_back({path, message + ", got " + Describe(value)});
+  errors.push_back({path, message + ", got " + DescribeJson(value)});
   return std::nullopt;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/inference_pool.h"
+#include "common/bounded_json.h"
 #include "common/enum_name.h"
 #include "common/json_members.h"
 
@@ -30,10 +31,6 @@ namespace eoc::api::internal {
 // Members are looked up with MemberOrNull (common/json_members.h): null reads as absent, as the
 // API server treats it.
 using ::eoc::MemberOrNull;
-
-// A value as an error message quotes it after "got": a string quoted (cut short), a number or
-// boolean as JSON writes it, "an object" or "an array".
-std::string Describe(const nlohmann::json& value);
 
 // `base[key]` for a member of a map (matchLabels, carbon.static), the key cut short: it may be
 // anything, megabytes long.
@@ -93,7 +90,7 @@ std::optional<E> ReadEnum(const nlohmann::json& value, const std::array<EnumName
     if (i > 0) message += ", ";
     message += names[i].name;
   }
-  errors.push_back({path, message + ", got " + Describe(value)});
+  errors.push_back({path, message + ", got " + DescribeJson(value)});
   return std::nullopt;
 }
 

@@ -8,8 +8,19 @@ namespace eoc {
 
 std::string Quoted(std::string_view value) {
   constexpr std::size_t kMaxShown = 100;
-  if (value.size() <= kMaxShown) return "\"" + std::string(value) + "\"";
-  return "\"" + std::string(value.substr(0, kMaxShown)) + "\"...";
+  constexpr std::string_view kHex = "0123456789abcdef";
+  std::string out = "\"";
+  for (const char c : value.substr(0, kMaxShown)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7F && c != '"' && c != '\\') {
+      out.push_back(c);
+    } else {
+      out.append("\\x").push_back(kHex[byte >> 4U]);
+      out.push_back(kHex[byte & 0xFU]);
+    }
+  }
+  out.append(value.size() > kMaxShown ? "\"..." : "\"");
+  return out;
 }
 
 std::vector<std::string> SplitPathList(std::string_view list) {

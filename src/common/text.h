@@ -25,8 +25,10 @@ struct StringHash {
 template <typename V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
-// `value` in double quotes for an error message, cut short after 100 bytes: values come from files
-// and plugins, and may be megabytes long.
+// `value` in double quotes for an error message, cut short after 100 bytes (values come from files,
+// plugins and remote answers, and may be megabytes long), every byte outside printable ASCII and
+// every `"` and `\` written \xNN: the message is one line of ASCII whatever the value holds (no
+// forged log lines, and valid UTF-8 in an object's status).
 std::string Quoted(std::string_view value);
 
 // A colon-separated list ($PATH, $KUBECONFIG) split into its entries, empty ones included

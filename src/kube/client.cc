@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/bounded_json.h"
+
 namespace eoc::kube {
 namespace {
 
@@ -137,12 +139,15 @@ Result<HttpResponse> Client::Call(const HttpRequest& request) {
 Result<json> Client::CallJson(const HttpRequest& request) {
   auto response = Call(request);
   if (!response) return response.error();
-  json doc = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
+  std::string error;
+  std::optional<json> doc = ParseBoundedJson(
+      response->body,
+      {.max_depth = kMaxApiJsonDepth, .max_bytes = options_.transport.max_response_bytes}, error);
+  if (!doc) {
     return Status{response->status, "InvalidResponse",
-                  request.method + " " + request.path + ": the answer is not JSON", std::nullopt};
+                  request.method + " " + request.path + ": the answer: " + error, std::nullopt};
   }
-  return doc;
+  return std::move(*doc);
 }
 
 Result<json> Client::Get(const ResourceRef& r, const std::string& ns, const std::string& name,

@@ -15,14 +15,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/bounded_json.h"
 #include "common/files.h"
 #include "common/rfc3339.h"
 #include "common/text.h"
+#include "kube/json_limits.h"
 
 namespace eoc::kube {
 namespace {
@@ -317,15 +320,13 @@ const Json& StatusOf(const ExecConfig& exec, const Json& doc) {
   return *it;
 }
 
-ExecResult ParseExecCredential(const ExecConfig& exec, const std::string& text) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // Only the position: the text around it could be part of a secret.
-    Fail(exec, "its output is not valid JSON (error at byte " + std::to_string(e.byte) + " of " +
-                   std::to_string(text.size()) + ")");
-  }
+ExecResult ParseExecCredential(const ExecConfig& exec, const std::string& text,
+                               std::size_t max_bytes) {
+  std::string error;  // says where, never what: the text around it could be part of a secret
+  std::optional<Json> parsed =
+      ParseBoundedJson(text, {.max_depth = kMaxApiJsonDepth, .max_bytes = max_bytes}, error);
+  if (!parsed) Fail(exec, "its output: " + error);
+  const Json& doc = *parsed;
   if (!doc.is_object()) Fail(exec, "its output is not a JSON object");
   const std::string api_version = StringMember(exec, doc, "apiVersion", "apiVersion");
   if (api_version != exec.api_version) {
@@ -373,7 +374,7 @@ ExecResult RunExecPlugin(const ExecConfig& exec, const ExecClusterInfo& cluster,
   const std::optional<std::string> path = FindExecutable(exec.command);
   if (!path) FailNotFound(exec);
   const PluginOutput output = RunToCompletion(exec, *path, cluster, limits);
-  return ParseExecCredential(exec, output.out);
+  return ParseExecCredential(exec, output.out, limits.max_output_bytes);
 }
 
 }  // namespace eoc::kube

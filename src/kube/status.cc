@@ -2,6 +2,10 @@
 
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/bounded_json.h"
+#include "kube/json_limits.h"
 
 namespace eoc::kube {
 namespace {
@@ -59,8 +63,11 @@ std::string Status::ToString() const {
 Status DecodeStatus(int http_code, const std::string& body) {
   Status s;
   s.code = http_code;
-  const auto doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_object() && doc.value("kind", "") == "Status") {
+  std::string error;  // a body that is not JSON, or too large or deep, is read as text
+  const std::optional<nlohmann::json> parsed = ParseBoundedJson(
+      body, {.max_depth = kMaxApiJsonDepth, .max_bytes = kMaxApiResponseBytes}, error);
+  if (parsed && parsed->is_object() && parsed->value("kind", "") == "Status") {
+    const nlohmann::json& doc = *parsed;
     if (const auto it = doc.find("code"); it != doc.end() && it->is_number_integer()) {
       // The Status's own code wins: a watch's ERROR event carries 410 inside a 200 answer.
       s.code = it->get<int>();

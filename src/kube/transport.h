@@ -17,6 +17,7 @@
 
 #include "kube/config.h"
 #include "kube/credentials.h"
+#include "kube/json_limits.h"
 #include "kube/status.h"
 
 namespace eoc::kube {
@@ -86,8 +87,8 @@ struct TransportOptions {
   // Inactivity limit for ordinary requests (cpprestsdk's timeout restarts on every read).
   std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
   // Bounds on what the server may send: a whole answer, and one line of a stream.
-  std::size_t max_response_bytes = std::size_t{256} << 20;
-  std::size_t max_line_bytes = std::size_t{16} << 20;
+  std::size_t max_response_bytes = kMaxApiResponseBytes;
+  std::size_t max_line_bytes = kMaxApiLineBytes;
   // TCP keepalive, so that a silently dead connection is noticed long before a watch's idle
   // timeout: first probe after `keepalive_idle`, then every `keepalive_interval`, `keepalive_count`
   // probes.

@@ -2,7 +2,10 @@
 
 #include <limits>
 
+#include "common/bounded_json.h"
 #include "common/json_members.h"
+#include "common/text.h"
+#include "kube/json_limits.h"
 
 namespace eoc::kube {
 namespace {
@@ -115,7 +118,11 @@ const char* ToString(WatchEventType type) {
 }
 
 WatchEvent ParseWatchEvent(const std::string& line) {
-  json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  std::string error;
+  std::optional<json> parsed =
+      ParseBoundedJson(line, {.max_depth = kMaxApiJsonDepth, .max_bytes = kMaxApiLineBytes}, error);
+  if (!parsed) throw MappingError("watch event: " + error);
+  json& doc = *parsed;
   if (!doc.is_object()) throw MappingError("watch event: not a JSON object");
   const std::string type = OptionalString(doc, "type", "watch event");
   WatchEvent event;
@@ -130,7 +137,7 @@ WatchEvent ParseWatchEvent(const std::string& line) {
   } else if (type == "ERROR") {
     event.type = WatchEventType::kError;
   } else {
-    throw MappingError("watch event.type: unknown type \"" + type + "\"");
+    throw MappingError("watch event.type: unknown type " + Quoted(type));
   }
   auto it = doc.find("object");
   if (it == doc.end() || !it->is_object()) throw MappingError("watch event.object: missing");

@@ -30,24 +30,6 @@ std::size_t SkipBlanks(std::string_view line, std::size_t pos) {
   return pos;
 }
 
-// `text` for an error message: quoted, bytes outside printable ASCII as \xNN, cut after 60.
-std::string Shown(std::string_view text) {
-  constexpr std::size_t kMaxShown = 60;
-  std::string out = "\"";
-  for (const char c : text.substr(0, kMaxShown)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7F && c != '"' && c != '\\') {
-      out.push_back(c);
-    } else {
-      constexpr std::string_view kHex = "0123456789abcdef";
-      out.append("\\x").push_back(kHex[byte >> 4U]);
-      out.push_back(kHex[byte & 0xFU]);
-    }
-  }
-  out.append(text.size() > kMaxShown ? "\"..." : "\"");
-  return out;
-}
-
 std::string Exceeds(std::size_t size, std::string_view what, std::string_view limit,
                     std::size_t max) {
   return std::to_string(size) + " " + std::string(what) + ", more than " + std::string(limit) +
@@ -208,7 +190,7 @@ bool Parser::Comment(std::string_view line, std::size_t pos) {
   if (pos == line.size()) return true;  // a name and nothing more: a comment (expfmt)
   if (!IsBlank(line[pos]) || name.empty()) {
     return Fail("invalid metric name in # " + std::string(keyword) + " at " +
-                Shown(line.substr(pos, 20)));
+                Quoted(line.substr(pos, 20)));
   }
   pos = SkipBlanks(line, pos);
   if (pos == line.size()) return true;  // no text after the name (expfmt)
@@ -216,7 +198,7 @@ bool Parser::Comment(std::string_view line, std::size_t pos) {
   if (state == nullptr) return false;
   const std::string_view rest = line.substr(pos);
   if (keyword == "HELP") {
-    if (state->has_help) return Fail("second # HELP for " + Shown(name));
+    if (state->has_help) return Fail("second # HELP for " + Quoted(name));
     state->has_help = true;
     std::string help;
     if (!Unescape(rest, state->keep ? &help : nullptr)) {
@@ -235,12 +217,12 @@ bool Parser::Comment(std::string_view line, std::size_t pos) {
   std::transform(type_name.begin(), type_name.end(), type_name.begin(),
                  [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; });
   const std::optional<MetricType> type = EnumNamed(type_name, kTypeNames);
-  if (!type) return Fail("unknown metric type " + Shown(rest.substr(0, end)));
+  if (!type) return Fail("unknown metric type " + Quoted(rest.substr(0, end)));
   if (SkipBlanks(rest, end) != rest.size()) {
-    return Fail("text after the type in # TYPE: " + Shown(rest.substr(end)));
+    return Fail("text after the type in # TYPE: " + Quoted(rest.substr(end)));
   }
   if (state->has_type || state->has_samples) {
-    return Fail("second # TYPE for " + Shown(name) + ", or # TYPE after its samples");
+    return Fail("second # TYPE for " + Quoted(name) + ", or # TYPE after its samples");
   }
   state->has_type = true;
   state->type = *type;
@@ -269,7 +251,7 @@ bool Parser::LabelSet(std::string_view line, std::size_t& pos) {
     }
     // Pairs separated by blanks alone are accepted, as textparse does.
     if (after_item && (pos == before || (c != '"' && !IsLabelNameStart(c)))) {
-      return Fail("expected ',' or '}' after a label value, found " + Shown(line.substr(pos, 1)));
+      return Fail("expected ',' or '}' after a label value, found " + Quoted(line.substr(pos, 1)));
     }
     RawLabel label;
     if (c == '"') {
@@ -288,18 +270,19 @@ bool Parser::LabelSet(std::string_view line, std::size_t& pos) {
         continue;
       }
       if (pos == line.size() || line[pos] != '=') {
-        return Fail("expected '=', ',' or '}' after the quoted name " + Shown(quoted));
+        return Fail("expected '=', ',' or '}' after the quoted name " + Quoted(quoted));
       }
       label.name = quoted;
       label.name_escaped = scan.escaped;
     } else {
-      if (!IsLabelNameStart(c)) return Fail("invalid label name at " + Shown(line.substr(pos, 20)));
+      if (!IsLabelNameStart(c))
+        return Fail("invalid label name at " + Quoted(line.substr(pos, 20)));
       const std::size_t start = pos;
       while (pos < line.size() && IsLabelNameChar(line[pos])) ++pos;
       label.name = line.substr(start, pos - start);
       pos = SkipBlanks(line, pos);
       if (pos == line.size() || line[pos] != '=') {
-        return Fail("expected '=' after the label name " + Shown(label.name));
+        return Fail("expected '=' after the label name " + Quoted(label.name));
       }
     }
     if (label.name.empty()) return Fail("empty label name");
@@ -309,11 +292,11 @@ bool Parser::LabelSet(std::string_view line, std::size_t& pos) {
     }
     pos = SkipBlanks(line, pos + 1);  // past '='
     if (pos == line.size() || line[pos] != '"') {
-      return Fail("label value not quoted, for the label " + Shown(label.name));
+      return Fail("label value not quoted, for the label " + Quoted(label.name));
     }
     const QuotedScan scan = ScanQuoted(line, pos);
     if (scan.error != QuotedError::kNone) {
-      return Fail("label value of " + Shown(label.name) + " " + QuotedErrorText(scan.error));
+      return Fail("label value of " + Quoted(label.name) + " " + QuotedErrorText(scan.error));
     }
     label.value = line.substr(pos + 1, scan.end - pos - 2);
     label.value_escaped = scan.escaped;
@@ -345,7 +328,7 @@ bool Parser::CheckLabels(MetricType type, bool is_base, bool is_bucket) {
   std::sort(names.begin(), names.end());
   const auto duplicate = std::adjacent_find(names.begin(), names.end());
   if (duplicate != names.end()) {
-    return Fail("duplicate label name " + Shown(*duplicate));
+    return Fail("duplicate label name " + Quoted(*duplicate));
   }
   const std::string_view bound = type == MetricType::kSummary && is_base ? "quantile"
                                  : IsHistogram(type) && is_bucket        ? "le"
@@ -354,7 +337,8 @@ bool Parser::CheckLabels(MetricType type, bool is_base, bool is_bucket) {
   for (const RawLabel& label : labels_) {
     if (label.name != bound) continue;
     if (label.value_escaped || !ParseSampleValue(label.value)) {
-      return Fail("the " + std::string(bound) + " label " + Shown(label.value) + " is not a float");
+      return Fail("the " + std::string(bound) + " label " + Quoted(label.value) +
+                  " is not a float");
     }
   }
   return true;
@@ -369,8 +353,8 @@ bool Parser::SampleLine(std::string_view line, std::size_t pos) {
     while (pos < line.size() && IsMetricNameChar(line[pos])) ++pos;
     name_ = line.substr(start, pos - start);
     if (pos < line.size() && !IsBlank(line[pos]) && line[pos] != '{') {
-      return Fail("invalid character " + Shown(line.substr(pos, 1)) + " after the metric name " +
-                  Shown(name_));
+      return Fail("invalid character " + Quoted(line.substr(pos, 1)) + " after the metric name " +
+                  Quoted(name_));
     }
     pos = SkipBlanks(line, pos);
     if (pos < line.size() && line[pos] == '{' && !LabelSet(line, pos)) return false;
@@ -378,7 +362,7 @@ bool Parser::SampleLine(std::string_view line, std::size_t pos) {
     if (!LabelSet(line, pos)) return false;
     if (name_.empty()) return Fail("invalid metric name: the sample has none");
   } else {
-    return Fail("invalid metric name at " + Shown(line.substr(pos, 20)));
+    return Fail("invalid metric name at " + Quoted(line.substr(pos, 20)));
   }
   std::string_view name = name_;
   if (name_escaped_) name = unescaped_name_ = Unescape(name_);
@@ -387,9 +371,9 @@ bool Parser::SampleLine(std::string_view line, std::size_t pos) {
   pos = SkipBlanks(line, pos);
   std::size_t end = pos;
   while (end < line.size() && !IsBlank(line[end])) ++end;
-  if (end == pos) return Fail("no value after the metric " + Shown(name));
+  if (end == pos) return Fail("no value after the metric " + Quoted(name));
   const std::optional<double> value = ParseSampleValue(line.substr(pos, end - pos));
-  if (!value) return Fail("the value " + Shown(line.substr(pos, end - pos)) + " is not a float");
+  if (!value) return Fail("the value " + Quoted(line.substr(pos, end - pos)) + " is not a float");
   pos = SkipBlanks(line, end);
   std::optional<std::int64_t> timestamp;
   if (pos < line.size()) {
@@ -397,11 +381,11 @@ bool Parser::SampleLine(std::string_view line, std::size_t pos) {
     while (end < line.size() && !IsBlank(line[end])) ++end;
     timestamp = ParseTimestamp(line.substr(pos, end - pos));
     if (!timestamp) {
-      return Fail("the timestamp " + Shown(line.substr(pos, end - pos)) +
+      return Fail("the timestamp " + Quoted(line.substr(pos, end - pos)) +
                   " is not an integer (milliseconds)");
     }
     if (SkipBlanks(line, end) != line.size()) {
-      return Fail("text after the timestamp: " + Shown(line.substr(end)));
+      return Fail("text after the timestamp: " + Quoted(line.substr(end)));
     }
   }
 
@@ -429,8 +413,8 @@ bool Parser::SampleLine(std::string_view line, std::size_t pos) {
   if (state == nullptr) return false;
   if (!CheckLabels(state->type, family == name, is_bucket)) return false;
   if (IsHistogram(state->type) && *value < 0) {
-    if (is_count) return Fail("negative count for the histogram " + Shown(family));
-    if (is_bucket) return Fail("negative bucket population for the histogram " + Shown(family));
+    if (is_count) return Fail("negative count for the histogram " + Quoted(family));
+    if (is_bucket) return Fail("negative bucket population for the histogram " + Quoted(family));
   }
   state->has_samples = true;
   if (!state->keep) return true;

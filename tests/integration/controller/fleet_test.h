@@ -74,8 +74,11 @@ class FleetTest : public NamespacedTest {
   // The nodes the agent registers and binds pods to (by spec.nodeSelector), each named uniquely
   // (UniqueName), for fixtures whose workers need labels or more than one node.
   virtual std::vector<NodeSpec> Nodes() const { return {{.name = UniqueName("node")}}; }
-  // Flags the controller gets beside its kubeconfig, namespace and addresses.
+  // Flags the controller gets beside its kubeconfig, namespaces and addresses.
   virtual std::vector<std::string> ControllerFlags() const { return {}; }
+  // Namespaces beside ns_ (say, another tenant's), uniquely named (UniqueName): created before the
+  // fleet starts, their pods run by the agent, watched by the controller, deleted after the test.
+  virtual std::vector<std::string> MoreNamespaces() const { return {}; }
   // The kubeconfig the controller runs with (default: the admin's).
   virtual std::string ControllerKubeconfig() const { return plane_->Var("EOC_KUBECONFIG"); }
   // Runs once the node agent has synced, before the controller starts (say, to give it an
@@ -85,10 +88,17 @@ class FleetTest : public NamespacedTest {
  private:
   void StartFleet(const std::string& address_base) {
     ASSERT_EQ(InstallCrds(*plane_), "");
+    std::vector<std::string> namespaces{ns_};
+    for (const std::string& more : MoreNamespaces()) {
+      const auto created = client_->Create(kube::resources::kNamespaces, "",
+                                           nlohmann::json{{"metadata", {{"name", more}}}});
+      ASSERT_TRUE(created) << created.error().ToString();
+      namespaces.push_back(more);
+    }
     std::vector<NodeSpec> nodes = Nodes();
     for (const NodeSpec& node : nodes) nodes_.push_back(node.name);
     agent_ = std::make_unique<NodeAgent>(*client_, NodeAgentOptions{.nodes = std::move(nodes),
-                                                                    .namespaces = {ns_},
+                                                                    .namespaces = namespaces,
                                                                     .address_base = address_base});
     agent_->Start();
     ASSERT_TRUE(agent_->WaitForSync(kPatience));
@@ -96,14 +106,16 @@ class FleetTest : public NamespacedTest {
     if (HasFatalFailure() || IsSkipped()) return;
     metrics_port_ = FreePort();
     pick_port_ = FreePort();
-    controller_ = std::make_unique<ChildProcess>(ControllerArgs(metrics_port_, pick_port_),
-                                                 /*merge_stderr=*/true);
+    health_port_ = FreePort();
+    controller_ = std::make_unique<ChildProcess>(
+        ControllerArgs(metrics_port_, pick_port_, health_port_), /*merge_stderr=*/true);
   }
 
  protected:
-  // The controller's command line: the test's kubeconfig and namespace, /metrics and the pick
-  // endpoint on these ports (probes on a free one), and ControllerFlags().
-  std::vector<std::string> ControllerArgs(int metrics_port, int pick_port) const {
+  // The controller's command line: the test's kubeconfig and namespaces, /metrics, the pick
+  // endpoint and the probes on these ports, and ControllerFlags().
+  std::vector<std::string> ControllerArgs(int metrics_port, int pick_port,
+                                          int health_port = FreePort()) const {
     std::vector<std::string> args{EOC_CONTROLLER,
                                   "--kubeconfig",
                                   ControllerKubeconfig(),
@@ -112,9 +124,12 @@ class FleetTest : public NamespacedTest {
                                   "--metrics-bind-address",
                                   "127.0.0.1:" + std::to_string(metrics_port),
                                   "--health-probe-bind-address",
-                                  "127.0.0.1:" + std::to_string(FreePort()),
+                                  "127.0.0.1:" + std::to_string(health_port),
                                   "--pick-bind-address",
                                   "127.0.0.1:" + std::to_string(pick_port)};
+    for (const std::string& more : MoreNamespaces()) {
+      args.insert(args.end(), {"--namespace", more});
+    }
     for (std::string& flag : ControllerFlags()) args.push_back(std::move(flag));
     return args;
   }
@@ -128,6 +143,9 @@ class FleetTest : public NamespacedTest {
     }
     if (agent_) agent_->Stop();
     for (const std::string& node : nodes_) (void)client_->Delete(kube::resources::kNodes, "", node);
+    for (const std::string& more : MoreNamespaces()) {
+      (void)client_->Delete(kube::resources::kNamespaces, "", more);
+    }
     NamespacedTest::TearDown();
   }
 
@@ -187,7 +205,8 @@ class FleetTest : public NamespacedTest {
   std::vector<std::string> nodes_;  // the names of Nodes()
   std::unique_ptr<NodeAgent> agent_;
   int metrics_port_ = 0;
-  int pick_port_ = 0;  // the controller's pick endpoint
+  int pick_port_ = 0;    // the controller's pick endpoint
+  int health_port_ = 0;  // its probes: /healthz, /readyz
   std::unique_ptr<ChildProcess> controller_;
 };
 

@@ -243,14 +243,15 @@ class WeightsIntegrationTest : public testing::FleetTest {
     return out + "(" + pod_a_ + " on a, " + pod_b_ + " on b)\n" + controller_->Output();
   }
 
-  // The pool's condition of `type` as now published (empty when it has none).
-  api::Condition Condition(std::string_view type) const {
-    const auto object = client_->Get(testing::kPools, ns_, "w");
+  // The condition of `type` of pool w in namespace `ns` as now published (empty when it has none).
+  api::Condition PoolCondition(const std::string& ns, std::string_view type) const {
+    const auto object = client_->Get(testing::kPools, ns, "w");
     if (!object || !object->contains("status")) return {};
     const api::InferencePoolStatus status = api::ParseStatus((*object)["status"]);
     const api::Condition* c = api::FindCondition(status.conditions, type);
     return c != nullptr ? *c : api::Condition{};
   }
+  api::Condition Condition(std::string_view type) const { return PoolCondition(ns_, type); }
   bool CarbonCondition(const std::string& status, const std::string& reason) const {
     const api::Condition c = Condition(api::kConditionCarbonIntensityAvailable);
     return c.status == status && c.reason == reason;
@@ -449,6 +450,63 @@ TEST_F(CarbonFanOutTest, AHundredPoolsOnDeadSdksLeaveAnotherPoolsIntensitiesFres
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   EXPECT_GT(sdk.heads().size(), polls);
+}
+
+// Another tenant's pool, in a namespace of its own, names a Carbon Aware SDK that answers a rating
+// nested 100,000 arrays deep (200 KB, under the 1 MiB limit of an answer). Writing that rating into
+// the error message recursed once per level and overflowed the controller's stack: every replica
+// polls, so every replica crash-looped and no pool was served. The answer is refused while it is
+// parsed: the controller stays up, goes on serving the first tenant's pool, and the second
+// tenant's pool says why in a short message.
+class HostileCarbonSdkTest : public WeightsIntegrationTest {
+ protected:
+  std::vector<std::string> MoreNamespaces() const override { return {tenant_}; }
+
+  const std::string tenant_ = testing::UniqueName("tenant");
+};
+
+TEST_F(HostileCarbonSdkTest, AnAnswerNestedTooDeepIsRefusedAndTheControllerStaysUp) {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  testing::FakeCarbonSdk sdk(R"([{"location":")" + std::string(kNodeA.region) +
+                             R"(","time":"2026-12-02T10:00:00Z","rating":)" + deep + "}]");
+  ASSERT_NO_FATAL_FAILURE(
+      StartCarbonWeighted({{"static", {{kNodeA.region, 100}, {kNodeB.region, 400}}}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 250); }, kPatience)) << Table();
+
+  // The other tenant's pool: one worker on node a, its zone's intensity from the SDK.
+  json pool = Pool("CarbonWeighted", json::array({kGpu.Json()}));
+  pool["spec"]["carbon"] = {{"carbonAwareSdk", {{"url", sdk.url()}}}};
+  ASSERT_TRUE(client_->Create(
+      resources::kDeployments, tenant_,
+      testing::WorkerDeployment(
+          "w-a100", 1,
+          {.pod_labels = {{"pool", "w"}}, .node_selector = {{kProductLabel, kNodeA.product}}})));
+  ASSERT_TRUE(client_->Create(testing::kPools, tenant_, pool));
+
+  std::string message;
+  const auto refused = [&] {
+    const api::Condition c = PoolCondition(tenant_, api::kConditionCarbonIntensityAvailable);
+    message = c.status + " " + c.reason + ": " + c.message;
+    return c.status == "False" && c.reason == "ZonesUnknown" &&
+           c.message.find("GET " + sdk.url() +
+                          "/emissions/bylocations: the answer: nested deeper than 32 levels") !=
+               std::string::npos;
+  };
+  ASSERT_TRUE(Eventually(refused, kPatience)) << message << "\n" << controller_->Output();
+  EXPECT_LT(message.size(), 1024U) << message;
+
+  // It has asked the SDK again since, and is still up.
+  const std::size_t asked = sdk.heads().size();
+  ASSERT_TRUE(Eventually([&] { return sdk.heads().size() > asked; }, kPatience));
+  EXPECT_FALSE(controller_->WaitFor(std::chrono::milliseconds(0)).has_value())
+      << controller_->Output();
+  EXPECT_EQ(testing::HttpGet(health_port_, "/healthz").status, 200) << controller_->Output();
+
+  // The first tenant's pool is still served: zone b's grid gets cleaner (200 g/kWh), and its
+  // worker rises to 1000 x 100 / 200 = 500.
+  ASSERT_TRUE(client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge,
+                             {{"spec", {{"carbon", {{"static", {{kNodeB.region, 200}}}}}}}}));
+  ASSERT_TRUE(Eventually([&] { return Published(1000, 500); }, kPatience)) << Table();
 }
 
 // Measured joules replace the profile's once the estimator has enough scrapes: each worker's own

@@ -113,7 +113,8 @@ TEST_F(CarbonAwareSdkTest, InvalidJsonIsRefusedNamingTheUrl) {
   FakeSdk sdk(testing::Fixture("carbon-aware-sdk-emissions-bylocations-docs.json"));
   const auto a = FetchEmissions(*fetcher_, sdk.url(), zones_, options_);
   ASSERT_TRUE(a.error.has_value());
-  EXPECT_THAT(*a.error, StartsWith("GET " + sdk.url() + "/emissions/bylocations: not JSON: "));
+  EXPECT_THAT(*a.error, StartsWith("GET " + sdk.url() +
+                                   "/emissions/bylocations: the answer: not valid JSON "));
 }
 
 TEST_F(CarbonAwareSdkTest, AServerErrorIsRefusedWithItsStatus) {

@@ -27,7 +27,7 @@ TEST(EmissionsAnswerTest, DocsByLocationsAnswerIsInvalidJsonAndRefused) {
   const auto a =
       Parse(Fixture("carbon-aware-sdk-emissions-bylocations-docs.json"), {"eastus", "westus"});
   ASSERT_TRUE(a.error.has_value());
-  EXPECT_THAT(*a.error, StartsWith("not JSON: "));
+  EXPECT_THAT(*a.error, StartsWith("the answer: not valid JSON at "));
   EXPECT_THAT(*a.error, HasSubstr("line 4"));
   EXPECT_TRUE(a.ratings.empty());
 }
@@ -50,7 +50,7 @@ TEST(EmissionsAnswerTest, DocsBestAnswerIsInvalidJsonAndRefused) {
   const auto a =
       Parse(Fixture("carbon-aware-sdk-emissions-bylocations-best-docs.json"), {"eastus"});
   ASSERT_TRUE(a.error.has_value());
-  EXPECT_THAT(*a.error, StartsWith("not JSON: "));
+  EXPECT_THAT(*a.error, StartsWith("the answer: not valid JSON at "));
 }
 
 // /emissions/bylocation's answer has the same shape (with seven fractional digits in its time).
@@ -91,7 +91,7 @@ TEST(EmissionsAnswerTest, QuickstartBestObjectIsRefused) {
 TEST(EmissionsAnswerTest, ForecastExcerptIsInvalidJsonAndRefused) {
   const auto a = Parse(Fixture("carbon-aware-sdk-emissions-forecasts-current-docs.json"), {"IE"});
   ASSERT_TRUE(a.error.has_value());
-  EXPECT_THAT(*a.error, StartsWith("not JSON: "));
+  EXPECT_THAT(*a.error, StartsWith("the answer: not valid JSON at "));
 }
 
 TEST(EmissionsAnswerTest, MissingZonesAreListedOthersStillCount) {
@@ -136,15 +136,15 @@ TEST(EmissionsAnswerTest, BadEntriesAreRefusedNamingWhereAndWhat) {
       {R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": 1},
            {"location": "b", "time": "2022-05-17T20:45:11Z", "rating": 2},
            {"location": "c", "time": "2022-05-17T20:45:11Z", "rating": "70"}])",
-       "[2].rating: not a number (string \"70\")"},
+       "[2].rating: expected a number, got \"70\""},
       {R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": null}])",
-       "[0].rating: not a number (null null)"},
+       "[0].rating: expected a number, got null"},
       {R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": -5}])",
        "[0].rating: -5.0 is out of range [0, 100000] gCO2e/kWh"},
       {R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": 100000.5}])",
        "[0].rating: 100000.5 is out of range [0, 100000] gCO2e/kWh"},
       {R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": 1e400}])",
-       "not JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'"},
+       "the answer: not valid JSON: a number out of range"},
   };
   for (const auto& c : cases) {
     const auto a = Parse(c.body, {"a"});
@@ -167,7 +167,7 @@ TEST(EmissionsAnswerTest, HugeBodiesAndTooManyEntriesAreRefused) {
   const std::string huge(kMaxEmissionsAnswerBytes + 1, ' ');
   const auto a = Parse(huge, {"a"});
   ASSERT_TRUE(a.error.has_value());
-  EXPECT_EQ(*a.error, "the answer is 1048577 bytes, over the limit of 1048576");
+  EXPECT_EQ(*a.error, "the answer: 1048577 bytes, over the limit of 1048576");
 
   std::string many = "[";
   for (std::size_t i = 0; i <= kMaxEmissionsEntries; ++i) many += i == 0 ? "1" : ",1";
@@ -178,11 +178,48 @@ TEST(EmissionsAnswerTest, HugeBodiesAndTooManyEntriesAreRefused) {
   EXPECT_EQ(*b.error, "the answer has 10001 entries, over the limit of 10000");
 }
 
+// A rating nested 100,000 arrays deep (200 KB, under the size limit) crashed the controller: the
+// answer parsed, then writing the rating into the error message recursed once per level and
+// overflowed the stack. It is refused while parsing, and so is a rating at the limit's next level.
+TEST(EmissionsAnswerTest, ARatingNestedTooDeepIsRefusedWhileParsing) {
+  const auto answer = [](std::size_t depth) {
+    return R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": )" +
+           std::string(depth, '[') + std::string(depth, ']') + "}]";
+  };
+  const std::string deep = answer(100'000);
+  ASSERT_LE(deep.size(), kMaxEmissionsAnswerBytes);
+  const auto a = Parse(deep, {"a"});
+  ASSERT_TRUE(a.error.has_value());
+  EXPECT_EQ(*a.error, "the answer: nested deeper than 32 levels");
+  EXPECT_TRUE(a.ratings.empty());
+
+  // The answer's array and its entry are two levels: a rating of 30 arrays is at the limit.
+  const auto at_limit = Parse(answer(kMaxEmissionsAnswerDepth - 2), {"a"});
+  ASSERT_TRUE(at_limit.error.has_value());
+  EXPECT_EQ(*at_limit.error, "[0].rating: expected a number, got an array");
+  const auto over = Parse(answer(kMaxEmissionsAnswerDepth - 1), {"a"});
+  ASSERT_TRUE(over.error.has_value());
+  EXPECT_EQ(*over.error, "the answer: nested deeper than 32 levels");
+}
+
+// A string rating is shown cut short and escaped, whatever it holds.
+TEST(EmissionsAnswerTest, ABadRatingIsShownShortAndEscaped) {
+  const auto a = Parse(R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": ")" +
+                           std::string(100'000, 'x') + R"("}])",
+                       {"a"});
+  ASSERT_TRUE(a.error.has_value());
+  EXPECT_EQ(*a.error, "[0].rating: expected a number, got \"" + std::string(100, 'x') + "\"...");
+  const auto b =
+      Parse(R"([{"location": "a", "time": "2022-05-17T20:45:11Z", "rating": "7\n0"}])", {"a"});
+  ASSERT_TRUE(b.error.has_value());
+  EXPECT_EQ(*b.error, R"([0].rating: expected a number, got "7\x0a0")");
+}
+
 TEST(EmissionsAnswerTest, EmptyAndTruncatedBodiesAreNotJson) {
   for (const char* body : {"", "[", R"([{"location": "a")", "<html>500</html>"}) {
     const auto a = Parse(body, {"a"});
     ASSERT_TRUE(a.error.has_value()) << body;
-    EXPECT_THAT(*a.error, StartsWith("not JSON: ")) << body;
+    EXPECT_THAT(*a.error, StartsWith("the answer: not valid JSON at ")) << body;
   }
 }
 

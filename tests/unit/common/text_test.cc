@@ -34,6 +34,15 @@ TEST(Quoted, CutsLongValues) {
   EXPECT_EQ(shown, "\"" + std::string(100, 'a') + "\"...");
 }
 
+// One line of printable ASCII whatever the value holds: quotes, backslashes, line breaks, control
+// bytes and bytes past ASCII (invalid UTF-8 included) as \xNN.
+TEST(Quoted, EscapesAllButPrintableAscii) {
+  EXPECT_EQ(Quoted("a\"b\\c"), R"("a\x22b\x5cc")");
+  EXPECT_EQ(Quoted("l1\nl2\r\t"), R"("l1\x0al2\x0d\x09")");
+  EXPECT_EQ(Quoted(std::string("\0\x7f\xc3\xa9\xff", 5)), R"("\x00\x7f\xc3\xa9\xff")");
+  EXPECT_EQ(Quoted(std::string(99, 'a') + "\n\n"), "\"" + std::string(99, 'a') + "\\x0a\"...");
+}
+
 TEST(Base64, RoundTripsAndRefusesGarbage) {
   for (const std::string& s :
        std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {

@@ -336,6 +336,38 @@ TEST_F(ClientTest, WatchReportsBrokenStreamsAndBadLines) {
   EXPECT_EQ(broken.error().reason, kReasonTransport);
 }
 
+// An answer or a watch line nested 100,000 deep (200 KB) is refused while it is parsed, with a
+// Status that says so: nothing that deep reaches the informers, whose copies, comparisons and
+// dumps recurse once per level.
+TEST_F(ClientTest, AnAnswerNestedTooDeepIsRefused) {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  transport_->Reply(200, R"({"metadata":{"name":"web"},"spec":)" + deep + "}");
+  auto r = client_->Get(resources::kDeployments, "prod", "web");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().reason, "InvalidResponse");
+  EXPECT_EQ(r.error().message,
+            "GET /apis/apps/v1/namespaces/prod/deployments/web: the answer: nested deeper than "
+            "512 levels");
+
+  // At the limit it reads: the object and `spec` are two of the 512 levels.
+  const std::string at_limit = std::string(510, '[') + std::string(510, ']');
+  transport_->Reply(200, R"({"metadata":{"name":"web"},"spec":)" + at_limit + "}");
+  auto ok = client_->Get(resources::kDeployments, "prod", "web");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+}
+
+TEST_F(ClientTest, AWatchLineNestedTooDeepIsRefused) {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  transport_->StreamLines(
+      {R"({"type":"ADDED","object":{"metadata":{"name":"a"},"spec":)" + deep + "}}"});
+  auto w = client_->StartWatch(resources::kPods, "", {});
+  ASSERT_TRUE(w);
+  auto bad = (*w)->Next();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().reason, "InvalidWatchEvent");
+  EXPECT_EQ(bad.error().message, "watch event: nested deeper than 512 levels");
+}
+
 TEST_F(ClientTest, WatchStartErrorsDecode) {
   transport_->Reply(403, R"({"kind":"Status","code":403,"reason":"Forbidden","message":"no"})");
   auto w = client_->StartWatch(resources::kPods, "", {});

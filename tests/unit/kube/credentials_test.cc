@@ -374,6 +374,11 @@ TEST(ExecPluginTest, InvalidJsonWithoutEchoingTheOutput) {
   EXPECT_THAT(message, AllOf(HasSubstr("not valid JSON"), Not(HasSubstr("abc"))));
 }
 
+// Refused while parsing, before anything could recurse on it.
+TEST(ExecPluginTest, OutputNestedTooDeepIsRefused) {
+  EXPECT_THAT(RunError(Plugin({"deep"})), HasSubstr("its output: nested deeper than 512 levels"));
+}
+
 TEST(ExecPluginTest, ApiVersionMismatch) {
   EXPECT_THAT(RunError(Plugin({"token"}, {{"API_VERSION", kV1beta1}})),
               HasSubstr("apiVersion \"client.authentication.k8s.io/v1beta1\" in its output does "

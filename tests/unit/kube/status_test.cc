@@ -43,6 +43,17 @@ TEST(DecodeStatus, LongBodiesAreCut) {
   EXPECT_EQ(s.message.size(), 512U);
 }
 
+// A Status nested deeper than the API's JSON may be is not read as one: it is text, cut short.
+TEST(DecodeStatus, AStatusNestedTooDeepIsReadAsText) {
+  const std::string body = R"({"kind":"Status","code":410,"reason":"Expired","details":)" +
+                           std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  const Status s = DecodeStatus(500, body);
+  EXPECT_EQ(s.code, 500);
+  EXPECT_EQ(s.reason, "InternalError");
+  EXPECT_FALSE(s.IsGone());
+  EXPECT_EQ(s.message, body.substr(0, 512));
+}
+
 TEST(DecodeStatus, StatusWithWrongFieldTypesDoesNotThrow) {
   const Status s = DecodeStatus(404, R"({"kind":"Status","code":"x","reason":7,"message":null})");
   EXPECT_EQ(s.code, 404);

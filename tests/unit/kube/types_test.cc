@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "kube/json_limits.h"
+
 namespace eoc::kube {
 namespace {
 
@@ -134,6 +136,39 @@ TEST(ParseWatchEvent, MalformedLines) {
     FAIL() << "expected MappingError";
   } catch (const MappingError& e) {
     EXPECT_THAT(e.what(), HasSubstr("unknown type \"RESET\""));
+  }
+}
+
+// A line nested deeper than kMaxApiJsonDepth is refused as it is parsed; one at the limit reads.
+TEST(ParseWatchEvent, LinesNestedTooDeepAreRefused) {
+  const auto line = [](std::size_t depth) {
+    return R"({"type":"ADDED","object":{"spec":)" + std::string(depth, '[') +
+           std::string(depth, ']') + "}}";
+  };
+  try {
+    ParseWatchEvent(line(100'000));
+    FAIL() << "expected MappingError";
+  } catch (const MappingError& e) {
+    EXPECT_STREQ(e.what(), "watch event: nested deeper than 512 levels");
+  }
+  EXPECT_THROW(ParseWatchEvent(line(kMaxApiJsonDepth - 1)), MappingError);
+  EXPECT_EQ(ParseWatchEvent(line(kMaxApiJsonDepth - 2)).type, WatchEventType::kAdded);
+}
+
+// An unknown type is quoted short and escaped.
+TEST(ParseWatchEvent, AnUnknownTypeIsQuotedShortAndEscaped) {
+  try {
+    ParseWatchEvent(R"({"type":")" + std::string(1000, 'X') + R"(\n","object":{}})");
+    FAIL() << "expected MappingError";
+  } catch (const MappingError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "watch event.type: unknown type \"" + std::string(100, 'X') + "\"...");
+  }
+  try {
+    ParseWatchEvent(R"({"type":"A\nB","object":{}})");
+    FAIL() << "expected MappingError";
+  } catch (const MappingError& e) {
+    EXPECT_STREQ(e.what(), R"(watch event.type: unknown type "A\x0aB")");
   }
 }
 

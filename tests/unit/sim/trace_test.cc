@@ -205,6 +205,12 @@ TEST(ReadTrace, ErrorsNameTheLineAndTheProblem) {
        "t:2: ", "hash_ids[1] is \"x\", not an integer"},
       {json0 + R"({"timestamp": "1", "input_length": 10, "output_length": 1, "hash_ids": []})",
        "t:2: ", R"("timestamp" is "1", not a number)"},
+      // 400,000 levels in 800 KB: writing it into the message recursed once per level and crashed.
+      {json0 + R"({"timestamp": )" + std::string(400'000, '[') + std::string(400'000, ']') +
+           R"(, "input_length": 10, "output_length": 1, "hash_ids": []})",
+       "t:2: ", "nested deeper than 16 levels"},
+      {json0 + R"({"timestamp": [[1]], "input_length": 10, "output_length": 1, "hash_ids": []})",
+       "t:2: ", R"("timestamp" is an array, not a number)"},
       {json0 + R"({"timestamp": 1, "input_length": 10.5, "output_length": 1, "hash_ids": []})",
        "t:2: ", "\"input_length\" 10.5 is not a whole number"},
       {json0 + R"({"timestamp": 1, "input_length": 10, "output_length": -2, "hash_ids": []})",

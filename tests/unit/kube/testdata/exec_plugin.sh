@@ -43,6 +43,12 @@ case "${1:-}" in
     exit 3
     ;;
   no-json) echo 'token: abc' ;;
+  deep)  # a member nested 100,000 arrays deep (200 KB)
+    open=$(head -c 100000 /dev/zero | tr '\0' '[')
+    close=$(head -c 100000 /dev/zero | tr '\0' ']')
+    printf '{"apiVersion":"%s","kind":"ExecCredential","status":{"token":"t"},"spec":%s%s}\n' \
+      "$api" "$open" "$close"
+    ;;
   no-token) answer "" ;;
   wrong-kind) printf '{"apiVersion":"%s","kind":"Secret","status":{"token":"t"}}\n' "$api" ;;
   bad-expiry) EXPIRY="tomorrow" answer "\"token\":\"t\"" ;;
