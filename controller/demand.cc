@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "api/spec_rules.h"
 #include "common/json_members.h"
 #include "common/rfc3339.h"
 #include "controller/pool_reconciler.h"
@@ -17,6 +18,9 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxNameBytes = 63;  // an annotation key's name part
+
+static_assert(kMaxDemandCount == api::internal::rules::kMaxQueue.max,
+              "a demand report's bound is the largest maxQueue the CRD accepts");
 
 const telemetry::Logger& Log() {
   static const telemetry::Logger log("demand");
@@ -69,7 +73,8 @@ std::optional<std::int64_t> ParseDemandCount(std::string_view value) {
   const std::string_view digits = value.substr(0, space);
   std::int64_t count = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || count < 0) {
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || count < 0 ||
+      count > kMaxDemandCount) {
     return std::nullopt;
   }
   return count;
@@ -163,6 +168,8 @@ DemandReadings::Reading DemandReadings::Observe(
     if (!added && it->second.value != value) it->second = {.value = value, .changed = now};
     if (now - it->second.changed >= kDemandForgotten) out.expired.push_back(key);
     if (key == own || now - it->second.changed > kDemandFresh) continue;
+    // Each count is at most kMaxDemandCount, so no number of reports a pool can carry overflows
+    // the sum.
     out.waiting += ParseDemandCount(value).value_or(0);
   }
   return out;

@@ -35,12 +35,15 @@ namespace eoc::controller {
 inline constexpr std::string_view kDemandAnnotationPrefix = "eoc.dev/demand-";
 inline constexpr std::chrono::seconds kDemandFresh{5};
 inline constexpr std::chrono::minutes kDemandForgotten{10};
+// The largest count a report may carry: it counts one replica's waiting picks for one pool,
+// which the pool's queue bounds by its maxQueue, at most 1,000,000 (the CRD's bound).
+inline constexpr std::int64_t kMaxDemandCount = 1'000'000;
 
 // The annotation key of `replica`'s reports: the prefix and the replica's name made a valid
 // annotation name (lower case letters, digits, '-' and '.'; at most 63 characters, a longer name
 // shortened and made unique by a hash).
 std::string DemandAnnotationKey(std::string_view replica);
-// "<count> <time>" -> count; nullopt for anything else.
+// "<count> <time>" -> count; nullopt for anything else, a count over kMaxDemandCount included.
 std::optional<std::int64_t> ParseDemandCount(std::string_view value);
 std::string FormatDemand(std::int64_t count, const std::string& rfc3339);
 

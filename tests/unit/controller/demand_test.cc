@@ -36,6 +36,31 @@ TEST(DemandTest, ValuesCarryACount) {
   EXPECT_FALSE(ParseDemandCount("99999999999999999999 t"));
 }
 
+TEST(DemandTest, ACountNoQueueCanHoldIsRefused) {
+  // A report counts one replica's waiting picks for one pool: at most its queue's maxQueue.
+  EXPECT_EQ(ParseDemandCount(std::to_string(kMaxDemandCount) + " t"), kMaxDemandCount);
+  EXPECT_FALSE(ParseDemandCount(std::to_string(kMaxDemandCount + 1) + " t"));
+  EXPECT_FALSE(ParseDemandCount("9223372036854775807 t"));
+  EXPECT_FALSE(ParseDemandCount("-9223372036854775808 t"));
+}
+
+TEST(DemandTest, HugeAndNegativeReportsAddNothing) {
+  // Annotations are anyone's to write who may patch the pool: two reports near INT64_MAX once
+  // overflowed the sum (undefined behaviour; a negative demand in practice).
+  DemandReadings readings;
+  const Clock::TimePoint t0{seconds(1000)};
+  const auto wall = *ParseRfc3339("2026-12-04T01:00:00Z");
+  const std::string fresh = " 2026-12-04T01:00:00Z";
+  const std::map<std::string, std::string> a = {
+      {"eoc.dev/demand-a", "9223372036854775807" + fresh},
+      {"eoc.dev/demand-b", "9223372036854775806" + fresh},
+      {"eoc.dev/demand-c", "-9223372036854775807" + fresh},
+      {"eoc.dev/demand-d", "-1" + fresh},
+      {"eoc.dev/demand-e", std::to_string(kMaxDemandCount) + fresh},
+      {"eoc.dev/demand-f", "4" + fresh}};
+  EXPECT_EQ(readings.Observe("p", a, "eoc.dev/demand-me", t0, wall).waiting, kMaxDemandCount + 4);
+}
+
 TEST(DemandTest, AnnotationsAreReadFromThePool) {
   nlohmann::json pool;
   pool["metadata"]["annotations"] = {
