@@ -81,9 +81,11 @@ TransportError ToTransportError(const std::exception& e, const std::string& what
 // The timer runs on cpprestsdk's own thread pool: no thread of ours waits on it.
 class Deadline {
  public:
-  explicit Deadline(std::chrono::milliseconds limit) : limit_(limit) {
+  // Cancels `cancel` when `limit` passes; never for a limit of zero.
+  Deadline(std::chrono::milliseconds limit, const pplx::cancellation_token_source& cancel)
+      : limit_(limit) {
     if (limit_ <= std::chrono::milliseconds::zero()) return;
-    state_ = std::make_shared<State>(crossplat::threadpool::shared_instance().service());
+    state_ = std::make_shared<State>(crossplat::threadpool::shared_instance().service(), cancel);
     state_->timer.expires_after(limit_);
     state_->timer.async_wait([state = state_](const boost::system::error_code& ec) {
       if (ec) return;  // cancelled: the request ended first
@@ -99,9 +101,6 @@ class Deadline {
   Deadline(Deadline&&) = delete;
   Deadline& operator=(Deadline&&) = delete;
 
-  pplx::cancellation_token token() const {
-    return state_ ? state_->cancel.get_token() : pplx::cancellation_token::none();
-  }
   bool passed() const { return state_ && state_->fired.load(); }
   TransportError Error(const std::string& what) const {
     return {kReasonTimeout,
@@ -110,7 +109,8 @@ class Deadline {
 
  private:
   struct State {
-    explicit State(boost::asio::io_context& io) : timer(io) {}
+    State(boost::asio::io_context& io, pplx::cancellation_token_source source)
+        : timer(io), cancel(std::move(source)) {}
     boost::asio::steady_timer timer;
     pplx::cancellation_token_source cancel;
     std::atomic<bool> fired{false};
@@ -248,7 +248,10 @@ class CpprestTransport final : public Transport {
 
   HttpResponse Send(const HttpRequest& request) override {
     const std::string what = Describe(request, config_.server);
-    const Deadline deadline(request.deadline);  // over every attempt
+    // Over every attempt. Cancelling it closes the attempt's connection whatever the request waits
+    // for or reads: the deadline cancels it when it passes, ReadAll at the size limit.
+    const pplx::cancellation_token_source cancel;
+    const Deadline deadline(request.deadline, cancel);
     bool refreshed = false;
     int resends = 0;
     for (;;) {
@@ -257,10 +260,10 @@ class CpprestTransport final : public Transport {
       HttpResponse out;
       try {
         http::http_response response =
-            client->request(Build(request, creds), deadline.token()).get();
+            client->request(Build(request, creds), cancel.get_token()).get();
         out.status = response.status_code();
         out.retry_after = RetryAfter(response);
-        out.body = ReadAll(response, what);
+        out.body = ReadAll(response, cancel, what);
       } catch (const TransportError&) {
         throw;
       } catch (const std::exception& e) {
@@ -300,7 +303,7 @@ class CpprestTransport final : public Transport {
           return result;
         }
         result.response.retry_after = RetryAfter(response);
-        result.response.body = ReadAll(response, what);
+        result.response.body = ReadAll(response, cancel, what);
       } catch (const TransportError&) {
         throw;
       } catch (const std::exception& e) {
@@ -380,10 +383,16 @@ class CpprestTransport final : public Transport {
     return r;
   }
 
-  std::string ReadAll(http::http_response& response, const std::string& what) const {
+  // The answer's body, at most max_response_bytes of it. Past that, `cancel` (the request's)
+  // closes the connection before TooLarge is thrown: cpprestsdk reads the body on its own threads
+  // whether or not anyone takes it, so a body refused but not cut would be read to its end, and
+  // an endless one for ever.
+  std::string ReadAll(http::http_response& response, const pplx::cancellation_token_source& cancel,
+                      const std::string& what) const {
     std::size_t declared = 0;
     if (response.headers().match("Content-Length", declared) &&
         declared > options_.max_response_bytes) {
+      cancel.cancel();
       throw TransportError(kReasonTooLarge, what + ": the answer's " + std::to_string(declared) +
                                                 " bytes exceed the limit of " +
                                                 std::to_string(options_.max_response_bytes));
@@ -395,6 +404,7 @@ class CpprestTransport final : public Transport {
       const std::size_t n = ReadSome(buf, chunk);
       if (n == 0) return out;
       if (out.size() + n > options_.max_response_bytes) {
+        cancel.cancel();
         throw TransportError(kReasonTooLarge, what + ": the answer exceeds the limit of " +
                                                   std::to_string(options_.max_response_bytes) +
                                                   " bytes");

@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "local_http_server.h"
@@ -127,6 +129,91 @@ TEST(CpprestTransport, RefusesAnswersOverTheLimit) {
   } catch (const TransportError& e) {
     EXPECT_EQ(e.status().reason, kReasonTooLarge);
   }
+}
+
+// A server whose answers never end: after `head`, chunks of 64 KiB until the client closes the
+// connection (a send fails) or kGiveUp bytes have gone, whichever comes first. A client that
+// closes has read no more than kGiveUp less what the sockets' buffers hold.
+class EndlessServer {
+ public:
+  static constexpr std::size_t kGiveUp = std::size_t{64} << 20;
+
+  explicit EndlessServer(std::string head)
+      : server_([this, head = std::move(head)](LocalHttpServer& s, int fd, const std::string&) {
+          Serve(s, fd, head);
+        }) {}
+  std::string url() const { return server_.url(); }
+  // Waits (bounded) for the answer to end; then whether the client closed it, and the bytes sent.
+  bool AwaitEnd() {
+    std::unique_lock lock(mu_);
+    return ended_.wait_for(lock, std::chrono::seconds(30), [&] { return done_; });
+  }
+  bool closed_by_client() const {
+    const std::lock_guard lock(mu_);
+    return closed_by_client_;
+  }
+  std::size_t sent() const {
+    const std::lock_guard lock(mu_);
+    return sent_;
+  }
+
+ private:
+  void Serve(const LocalHttpServer& s, int fd, const std::string& head) {
+    LocalHttpServer::Write(fd, head);
+    const std::string chunk = LocalHttpServer::Chunk(std::string(std::size_t{64} << 10, 'x'));
+    std::size_t sent = 0;
+    bool closed = false;
+    while (!s.stopping() && sent < kGiveUp) {
+      const ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
+      sent += static_cast<std::size_t>(n);
+    }
+    const std::lock_guard lock(mu_);
+    done_ = true;
+    closed_by_client_ = closed;
+    sent_ = sent;
+    ended_.notify_all();
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable ended_;
+  bool done_ = false;
+  bool closed_by_client_ = false;
+  std::size_t sent_ = 0;
+  LocalHttpServer server_;  // last: its handler threads end before the members above go
+};
+
+TEST(CpprestTransport, AnAnswerOverTheLimitClosesItsConnection) {
+  // Refusing the answer is not enough: cpprestsdk reads a body on its own threads whether or not
+  // anyone takes it, so the transfer must be cut, or an endless body is read (and buffered) for
+  // as long as the server sends.
+  TransportOptions o;
+  o.max_response_bytes = std::size_t{1} << 20;
+  const auto expect_cut = [&](EndlessServer& server, auto call) {
+    try {
+      call(*MakeTransport(server.url(), o));
+      ADD_FAILURE() << "expected ResponseTooLarge";
+    } catch (const TransportError& e) {
+      EXPECT_EQ(e.status().reason, kReasonTooLarge);
+    }
+    ASSERT_TRUE(server.AwaitEnd());
+    EXPECT_TRUE(server.closed_by_client()) << server.sent() << " bytes sent";
+  };
+  const auto send = [](Transport& t) { t.Send({"GET", "/metrics", "", ""}); };
+  // Read up to the limit.
+  EndlessServer chunked(kOkHead + "Transfer-Encoding: chunked\r\n\r\n");
+  expect_cut(chunked, send);
+  // Refused at once from its Content-Length.
+  EndlessServer declared(kOkHead + "Content-Length: 1000000000000\r\n\r\n");
+  expect_cut(declared, send);
+  // A streamed request's error answer, which is read whole.
+  EndlessServer refused("HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n");
+  expect_cut(refused, [](Transport& t) {
+    t.Stream({"GET", "/w", "", ""}, std::chrono::seconds(30));
+  });
 }
 
 TEST(CpprestTransport, StreamsLinesAsTheyArrive) {
