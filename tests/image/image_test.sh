@@ -61,7 +61,13 @@ PY
 
 # 2. Its contents: the binary and its libraries, and no shell, no package manager, no other
 # program; nothing writable but by root; every library the binary needs resolves inside the image.
-ctr=$(b from --pull=never "$image")
+# A soft open-files limit of 1024 under a hard one as high as this shell's, as a pod's runtime gives
+# (containerd and CRI-O: 1048576; containerd 2.0: soft 1024, hard 524288), not buildah's default
+# of 1024 for both: the controller raises its soft limit to the hard one and refuses to start when
+# its connection caps cannot fit (README, "Open files").
+hard_nofile=$(ulimit -Hn)
+[ "$hard_nofile" != unlimited ] || hard_nofile=1048576
+ctr=$(b from --pull=never --ulimit "nofile=1024:$hard_nofile" "$image")
 mnt=$(b mount "$ctr")
 [ -x "$mnt/usr/local/bin/eoc-controller" ] || fail "no /usr/local/bin/eoc-controller"
 find "$mnt" -mindepth 1 \( -type f -o -type l \) -printf '/%P\n' | sort >"$work/files"

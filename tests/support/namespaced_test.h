@@ -8,13 +8,18 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "control_plane.h"
+#include "eventually.h"
 #include "kube/client.h"
 
 namespace eoc::testing {
+
+inline const kube::ResourceRef kServiceAccounts{"", "v1", "serviceaccounts"};
 
 class NamespacedTest : public ::testing::Test {
  protected:
@@ -28,6 +33,15 @@ class NamespacedTest : public ::testing::Test {
     auto created = client_->Create(kube::resources::kNamespaces, "",
                                    nlohmann::json{{"metadata", {{"name", ns_}}}});
     ASSERT_TRUE(created) << created.error().ToString();
+    // Pods need the namespace's default ServiceAccount (the API server's ServiceAccount admission
+    // refuses them until kube-controller-manager has made it), and a controller manager that is
+    // itself recovering from an API-server restart a test made may take a while to.
+    if (std::filesystem::exists(plane_->dir() + "/pids/kube-controller-manager.pid")) {
+      ASSERT_TRUE(Eventually(
+          [&] { return static_cast<bool>(client_->Get(kServiceAccounts, ns_, "default")); },
+          std::chrono::seconds(90)))
+          << "namespace " << ns_ << " got no default ServiceAccount";
+    }
   }
 
   void TearDown() override {

@@ -44,7 +44,6 @@ using testing::kPatience;
 using testing::Sample;
 namespace resources = kube::resources;
 
-const kube::ResourceRef kServiceAccounts{"", "v1", "serviceaccounts"};
 const kube::ResourceRef kSecrets{"", "v1", "secrets"};
 const kube::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
 const kube::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
@@ -104,7 +103,7 @@ class ChartRbacTest : public testing::FleetTest {
     std::string token;
     ASSERT_TRUE(Eventually(
         [&] {
-          auto sa = client_->Get(kServiceAccounts, release_ns_, kRelease);
+          auto sa = client_->Get(testing::kServiceAccounts, release_ns_, kRelease);
           if (!sa || !sa->contains("secrets") || (*sa)["secrets"].empty()) return false;
           auto secret =
               client_->Get(kSecrets, release_ns_, (*sa)["secrets"][0].value("name", std::string()));
