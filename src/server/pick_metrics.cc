@@ -245,33 +245,40 @@ std::vector<prometheus::MetricFamily> PickMetrics::Collect(
   return out;
 }
 
+namespace {
+
+// A family of one series without labels.
+prometheus::MetricFamily OneSeries(std::string name, std::string help, prometheus::MetricType type,
+                                   double value) {
+  auto family = Family(std::move(name), std::move(help), type);
+  prometheus::ClientMetric metric;
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+  return family;
+}
+
+}  // namespace
+
 std::vector<prometheus::MetricFamily> PickConnectionMetrics(const HttpServer& server) {
-  auto open = Family("eoc_pick_connections", "Connections open to the pick endpoint now.",
-                     prometheus::MetricType::Gauge);
-  prometheus::ClientMetric open_now;
-  open_now.gauge.value = static_cast<double>(server.open_connections());
-  open.metric.push_back(std::move(open_now));
-  auto evicted =
-      Family("eoc_pick_connections_evicted_total",
-             "Connections closed at --pick-max-connections to admit a new one (the longest idle or "
-             "stalled).",
-             prometheus::MetricType::Counter);
-  prometheus::ClientMetric evicted_so_far;
-  evicted_so_far.counter.value = static_cast<double>(server.evicted_connections());
-  evicted.metric.push_back(std::move(evicted_so_far));
-  auto shed = Family("eoc_pick_requests_shed_total",
-                     "Pick requests answered 503 because their bodies would have passed "
-                     "--pick-max-body-bytes-in-flight.",
-                     prometheus::MetricType::Counter);
-  prometheus::ClientMetric shed_so_far;
-  shed_so_far.counter.value = static_cast<double>(server.shed_requests());
-  shed.metric.push_back(std::move(shed_so_far));
-  auto bodies = Family("eoc_pick_body_bytes", "Bytes of pick request bodies held now.",
-                       prometheus::MetricType::Gauge);
-  prometheus::ClientMetric bodies_now;
-  bodies_now.gauge.value = static_cast<double>(server.body_bytes_in_flight());
-  bodies.metric.push_back(std::move(bodies_now));
-  return {std::move(open), std::move(evicted), std::move(shed), std::move(bodies)};
+  using prometheus::MetricType;
+  std::vector<prometheus::MetricFamily> out;
+  out.push_back(OneSeries("eoc_pick_connections", "Connections open to the pick endpoint now.",
+                          MetricType::Gauge, static_cast<double>(server.open_connections())));
+  out.push_back(OneSeries("eoc_pick_connections_evicted_total",
+                          "Connections closed at --pick-max-connections to admit a new one (the "
+                          "longest idle or stalled).",
+                          MetricType::Counter, static_cast<double>(server.evicted_connections())));
+  out.push_back(OneSeries("eoc_pick_requests_shed_total",
+                          "Pick requests answered 503 because their bodies would have passed "
+                          "--pick-max-body-bytes-in-flight.",
+                          MetricType::Counter, static_cast<double>(server.shed_requests())));
+  out.push_back(OneSeries("eoc_pick_body_bytes", "Bytes of pick request bodies held now.",
+                          MetricType::Gauge, static_cast<double>(server.body_bytes_in_flight())));
+  return out;
 }
 
 }  // namespace eoc::server
