@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "routing/session_table.h"
 
@@ -14,12 +15,21 @@ namespace {
 
 class PickPoolsTest : public ::testing::Test {
  protected:
+  // The states are retired as the pool directory retires a pool that goes: a thread's cache of
+  // the table (published.h) may hold them past the test, and a state that is destroyed later must
+  // not give its sessions back to the test's budget, gone by then.
+  ~PickPoolsTest() override {
+    for (const auto& state : states_) state->Retire();
+  }
+
   std::shared_ptr<routing::PoolState> NewState() {
-    return std::make_shared<routing::PoolState>(routing::PoolState::Options{}, budget_);
+    states_.push_back(std::make_shared<routing::PoolState>(routing::PoolState::Options{}, budget_));
+    return states_.back();
   }
 
   routing::SessionBudget budget_{1000};
   PickPools pools_;
+  std::vector<std::shared_ptr<routing::PoolState>> states_;
 };
 
 TEST_F(PickPoolsTest, FindsWhatWasSetUntilItIsRemoved) {
