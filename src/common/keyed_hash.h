@@ -3,10 +3,11 @@
 // or invertible hash (XXH64 with seed 0, Mix64) lets a caller craft keys that all land in one
 // shard and one slot, turning lookups linear and inserts quadratic; without the key no one can.
 // SipHash-1-3 (one compression round, three finalization rounds: what Rust's and Python's hash
-// tables use) rather than SipHash-2-4 (libsodium's crypto_shorthash): a pick with a long prompt
-// hashes each of its 256 prefix blocks, and 2-4 through libsodium cost 7.7% of that pick's rate
-// against 2.5% for 1-3 inline (bench/results/pick.md). The rounds are checked against
-// libsodium's SipHash-2-4 with the same code (tests/unit/common/keyed_hash_test.cc). It only says
+// tables use), inline, rather than a call of libsodium's SipHash-2-4 (crypto_shorthash): a pick
+// with a long prompt hashes each of its 256 prefix blocks, and the call cost that pick 7.7% of its
+// rate (bench/results/pick.md), at about 2.2 times the time of this one (README, "Reliability").
+// The rounds are checked against libsodium's SipHash-2-4 with the same code
+// (tests/unit/common/keyed_hash_test.cc). It only says
 // where a key is kept: what a key means and where it is routed (placement, which must agree
 // across replicas) stay on the public hashes.
 //
@@ -16,6 +17,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <initializer_list>
 
 namespace eoc {
 
