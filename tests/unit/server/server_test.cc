@@ -690,7 +690,8 @@ TEST_F(HttpServerTest, MoreThanTheBufferBehindADeferredRequestClosesTheConnectio
   RawClient client(port());
   ASSERT_TRUE(client.Send("GET /v1/later HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_TRUE(AwaitLater(1));
-  ASSERT_TRUE(client.Send("GET /v1/echo HTTP/1.1\r\nx-pad: " + std::string(128 * 1024, 'a')));
+  ASSERT_TRUE(
+      client.Send("GET /v1/echo HTTP/1.1\r\nx-pad: " + std::string(std::size_t{128} * 1024, 'a')));
   ASSERT_TRUE(AwaitAbandoned(1));
   EXPECT_EQ(Abandoned(), std::vector<Abandon>{Abandon::kClientGone});
   EXPECT_TRUE(client.WaitForClose());
@@ -716,11 +717,12 @@ bool Await(Done done) {
 // over the process: about a thousand stalled uploads of 1 MiB passed the chart's memory limit. A
 // body's memory now comes as its bytes do, from one budget over every connection.
 TEST_F(HttpServerTest, ABodysMemoryComesAsItsBytesDo) {
-  StartServer({.max_body_bytes = 1024 * 1024, .max_body_bytes_in_flight = 4 * 1024 * 1024});
+  StartServer({.max_body_bytes = std::size_t{1024} * 1024,
+               .max_body_bytes_in_flight = std::size_t{4} * 1024 * 1024});
   std::vector<std::unique_ptr<RawClient>> stalled;
   for (int i = 0; i < 20; ++i) {  // 20 MiB announced, a byte of each sent
     stalled.push_back(std::make_unique<RawClient>(port()));
-    ASSERT_TRUE(stalled.back()->Send(PostHead("/v1/echo", 1024 * 1024) + "x"));
+    ASSERT_TRUE(stalled.back()->Send(PostHead("/v1/echo", std::size_t{1024} * 1024) + "x"));
   }
   ASSERT_TRUE(Await([&] { return server_->body_bytes_in_flight() >= 20U; }));
   // Each holds its byte and room for 64 KiB more: 1.3 MiB, not 20.
@@ -733,7 +735,7 @@ TEST_F(HttpServerTest, ABodysMemoryComesAsItsBytesDo) {
 // Past the budget a request is shed with 503 and Retry-After, its memory given back, and served
 // again once the budget has room.
 TEST_F(HttpServerTest, BodiesPastTheBudgetAreShedWith503AndRetryAfter) {
-  constexpr std::size_t kBody = 64 * 1024;
+  constexpr std::size_t kBody = std::size_t{64} * 1024;
   StartServer({.max_body_bytes = kBody, .max_body_bytes_in_flight = 2 * kBody});
   auto first = std::make_unique<RawClient>(port());
   auto second = std::make_unique<RawClient>(port());
@@ -761,12 +763,14 @@ TEST_F(HttpServerTest, BodiesPastTheBudgetAreShedWith503AndRetryAfter) {
 // A route that ignores bodies (the pick endpoint's gateway form) reads and drops them as they
 // come: none is held, whatever its size, and the handler sees none.
 TEST_F(HttpServerTest, ARouteThatDiscardsBodiesHoldsNone) {
-  StartServer({.max_body_bytes = 1024 * 1024, .max_body_bytes_in_flight = 1024 * 1024});
+  StartServer({.max_body_bytes = std::size_t{1024} * 1024,
+               .max_body_bytes_in_flight = std::size_t{1024} * 1024});
   RawClient client(port());
-  ASSERT_TRUE(client.Send(PostHead("/v1/ignore", 900 * 1024) + std::string(500 * 1024, 'a')));
+  ASSERT_TRUE(client.Send(PostHead("/v1/ignore", std::size_t{900} * 1024) +
+                          std::string(std::size_t{500} * 1024, 'a')));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the server read some
   EXPECT_EQ(server_->body_bytes_in_flight(), 0U);
-  ASSERT_TRUE(client.Send(std::string(400 * 1024, 'b')));
+  ASSERT_TRUE(client.Send(std::string(std::size_t{400} * 1024, 'b')));
   const auto response = client.ReadResponse();
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 200);
