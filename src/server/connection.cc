@@ -368,8 +368,10 @@ bool Connection::KeepBodyBytes(std::string_view data) {
     body_size_ += data.size();
     return true;
   }
-  if (body_size_ + data.size() > body_capacity_ &&
-      !ReserveBody(std::max(body_size_ + data.size(), 2 * body_capacity_))) {
+  // Double, but never past the largest body a request may have (the parser refuses more).
+  const std::size_t needed = body_size_ + data.size();
+  if (needed > body_capacity_ &&
+      !ReserveBody(std::max(needed, std::min(2 * body_capacity_, core_.options.max_body_bytes)))) {
     return false;
   }
   std::copy(data.begin(), data.end(), body_.get() + body_size_);
