@@ -13,24 +13,35 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <mutex>
+#include <set>
 #include <string>
 
 namespace eoc::testing {
 
-// A port nothing listens on right now.
+// A port nothing listens on right now, and one this process has not handed out before: the
+// kernel may give a port it just gave again once the probe socket is closed, and two ports that
+// a test asks for in a row (a controller's metrics and pick ports) must differ.
 inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  static std::mutex mu;
+  static std::set<int> given;
+  const std::lock_guard<std::mutex> lock(mu);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(fd);
+      return 0;
+    }
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     close(fd);
-    return 0;
+    const int port = ntohs(addr.sin_port);
+    if (given.insert(port).second) return port;
   }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
+  return 0;
 }
 
 struct HttpAnswer {
