@@ -6,20 +6,38 @@
 
 namespace eoc {
 
-std::string Quoted(std::string_view value) {
-  constexpr std::size_t kMaxShown = 100;
+namespace {
+
+// Appends `value`'s first `max_bytes` bytes, each byte outside printable ASCII and each of
+// `escaped` written \xNN.
+void AppendEscaped(std::string& out, std::string_view value, std::size_t max_bytes,
+                   std::string_view escaped) {
   constexpr std::string_view kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char c : value.substr(0, kMaxShown)) {
+  for (const char c : value.substr(0, max_bytes)) {
     const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7F && c != '"' && c != '\\') {
+    if (byte >= 0x20 && byte < 0x7F && escaped.find(c) == std::string_view::npos) {
       out.push_back(c);
     } else {
       out.append("\\x").push_back(kHex[byte >> 4U]);
       out.push_back(kHex[byte & 0xFU]);
     }
   }
+}
+
+}  // namespace
+
+std::string Quoted(std::string_view value) {
+  constexpr std::size_t kMaxShown = 100;
+  std::string out = "\"";
+  AppendEscaped(out, value, kMaxShown, "\"\\");
   out.append(value.size() > kMaxShown ? "\"..." : "\"");
+  return out;
+}
+
+std::string Printable(std::string_view value, std::size_t max_bytes) {
+  std::string out;
+  AppendEscaped(out, value, max_bytes, "\\");
+  if (value.size() > max_bytes) out.append("...");
   return out;
 }
 

@@ -31,6 +31,11 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 // forged log lines, and valid UTF-8 in an object's status).
 std::string Quoted(std::string_view value);
 
+// The first `max_bytes` bytes of `value` as one line of printable ASCII: every byte outside it
+// and every `\` written \xNN, and "..." after a value cut short. For text from outside the
+// process that is kept to be shown (an API server's error message, a proxy's error page).
+std::string Printable(std::string_view value, std::size_t max_bytes);
+
 // A colon-separated list ($PATH, $KUBECONFIG) split into its entries, empty ones included
 // ("a::b" gives "a", "", "b"; "" gives one empty entry), as each list gives those its own meaning.
 std::vector<std::string> SplitPathList(std::string_view list);

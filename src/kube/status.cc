@@ -3,15 +3,20 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
 #include "common/bounded_json.h"
+#include "common/text.h"
 #include "kube/json_limits.h"
 
 namespace eoc::kube {
 namespace {
 
-// How much of a non-Status error body is kept as the message.
+// How much of an answer's message (a Status's, or a bare body's) is kept, in bytes before
+// escaping (Printable).
 constexpr std::size_t kMaxMessageBytes = 512;
+// How much of a Status's reason is kept (the API's reasons are single words).
+constexpr std::size_t kMaxReasonBytes = 64;
 
 std::string ReasonForCode(int code) {
   switch (code) {
@@ -73,16 +78,15 @@ Status DecodeStatus(int http_code, const std::string& body) {
       s.code = it->get<int>();
     }
     if (const auto it = doc.find("reason"); it != doc.end() && it->is_string()) {
-      s.reason = it->get<std::string>();
+      s.reason = Printable(it->get_ref<const std::string&>(), kMaxReasonBytes);
     }
     if (const auto it = doc.find("message"); it != doc.end() && it->is_string()) {
-      s.message = it->get<std::string>();
+      s.message = Printable(it->get_ref<const std::string&>(), kMaxMessageBytes);
     }
   } else {
-    s.message = body.substr(0, kMaxMessageBytes);
-    while (!s.message.empty() && (s.message.back() == '\n' || s.message.back() == '\r')) {
-      s.message.pop_back();
-    }
+    std::string_view text = body;
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    s.message = Printable(text, kMaxMessageBytes);
   }
   if (s.reason.empty()) s.reason = ReasonForCode(s.code);
   return s;

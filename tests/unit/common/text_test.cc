@@ -22,6 +22,14 @@ TEST(Join, PutsTheSeparatorBetweenParts) {
   EXPECT_EQ(Join({}, ", "), "");
 }
 
+// Quotes stay (the text is not inside quotes), a backslash does not (it starts an escape).
+TEST(Printable, EscapesAllButPrintableAsciiAndCuts) {
+  EXPECT_EQ(Printable(R"(say "hi" \o/)", 100), R"(say "hi" \x5co/)");
+  EXPECT_EQ(Printable("l1\nl2\x1b[2J", 100), R"(l1\x0al2\x1b[2J)");
+  EXPECT_EQ(Printable("abcdef", 3), "abc...");
+  EXPECT_EQ(Printable("abc", 3), "abc");
+}
+
 TEST(SplitPathList, KeepsEmptyEntries) {
   EXPECT_THAT(SplitPathList("a::b"), ElementsAre("a", "", "b"));
   EXPECT_THAT(SplitPathList(""), ElementsAre(""));

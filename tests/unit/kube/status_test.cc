@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 namespace eoc::kube {
 namespace {
 
@@ -40,7 +43,7 @@ TEST(DecodeStatus, NonStatusBodyKeepsCodeAndText) {
 
 TEST(DecodeStatus, LongBodiesAreCut) {
   const Status s = DecodeStatus(500, std::string(10000, 'x'));
-  EXPECT_EQ(s.message.size(), 512U);
+  EXPECT_EQ(s.message, std::string(512, 'x') + "...");
 }
 
 // A Status nested deeper than the API's JSON may be is not read as one: it is text, cut short.
@@ -51,7 +54,27 @@ TEST(DecodeStatus, AStatusNestedTooDeepIsReadAsText) {
   EXPECT_EQ(s.code, 500);
   EXPECT_EQ(s.reason, "InternalError");
   EXPECT_FALSE(s.IsGone());
-  EXPECT_EQ(s.message, body.substr(0, 512));
+  EXPECT_EQ(s.message, body.substr(0, 512) + "...");
+}
+
+// What the answer says is text for logs and objects' status: cut short, one line of printable
+// ASCII, whether it came as a Status or as a bare body (a proxy, or a webhook's message).
+TEST(DecodeStatus, MessagesAreCutAndPrintable) {
+  const std::string forged = "denied\n{\"level\":\"info\",\"msg\":\"all well\"}\x1b[2J";
+  const Status bare = DecodeStatus(502, forged);
+  EXPECT_EQ(bare.message, R"(denied\x0a{"level":"info","msg":"all well"}\x1b[2J)");
+
+  nlohmann::json status = {{"kind", "Status"},
+                           {"code", 403},
+                           {"reason", "Forbidden\r\nX"},
+                           {"message", forged + std::string(10'000, 'y')}};
+  const Status s = DecodeStatus(403, status.dump());
+  EXPECT_EQ(s.reason, R"(Forbidden\x0d\x0aX)");
+  EXPECT_TRUE(s.message.starts_with(R"(denied\x0a{"level":)")) << s.message;
+  // 512 bytes shown, two of them escaped (3 more bytes each), and "...".
+  EXPECT_EQ(s.message.size(), 512U + 2 * 3 + 3);
+  EXPECT_EQ(s.message.find('\n'), std::string::npos);
+  EXPECT_TRUE(s.message.ends_with("yyy..."));
 }
 
 TEST(DecodeStatus, StatusWithWrongFieldTypesDoesNotThrow) {
