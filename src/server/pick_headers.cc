@@ -10,12 +10,6 @@
 namespace eoc::server {
 namespace {
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 // A whole number from 0 to `max`, nothing else.
 std::optional<std::int64_t> WholeNumber(std::string_view text, std::int64_t max) {
   std::int64_t value = 0;
@@ -35,9 +29,9 @@ std::string NotAWholeNumber(std::string_view header, std::int64_t max) {
 // The comma list into `out` (at most kMaxPrefixBlocks kept); an error names the bad item.
 std::string ParsePrefixHashes(std::string_view list, std::vector<routing::BlockHash>& out) {
   std::size_t index = 0;
-  while (!Trim(list).empty()) {
+  while (!TrimWhitespace(list).empty()) {
     const std::size_t comma = list.find(',');
-    const std::string_view item = Trim(list.substr(0, comma));
+    const std::string_view item = TrimWhitespace(list.substr(0, comma));
     const auto hash = routing::ParseBlockHash(item);
     if (!hash) {
       return "header x-eoc-prefix-hashes: item " + std::to_string(index) +
@@ -59,7 +53,7 @@ std::string ParsePickHeaders(const Request& request, std::string_view session_he
   prefix.clear();
   out = PickHeaders{.prefix_hashes = std::move(prefix)};
   if (const auto mode = request.header("x-eoc-auth-mode")) {
-    const std::string_view value = Trim(*mode);
+    const std::string_view value = TrimWhitespace(*mode);
     if (value != "1" && value != "0") {
       return "header x-eoc-auth-mode: must be 1 or 0, not " + Quoted(value);
     }
@@ -69,18 +63,18 @@ std::string ParsePickHeaders(const Request& request, std::string_view session_he
     if (model->size() > routing::kMaxModelNameBytes) {
       return "header x-model: at most " + std::to_string(routing::kMaxModelNameBytes) + " bytes";
     }
-    out.model = Trim(*model);
+    out.model = TrimWhitespace(*model);
   }
   for (const auto& [name, field] : {std::pair{"x-eoc-prompt-tokens", &out.prompt_tokens},
                                     std::pair{"x-eoc-expected-tokens", &out.expected_tokens}}) {
     if (const auto value = request.header(name)) {
-      const auto n = WholeNumber(Trim(*value), kMaxPickTokens);
+      const auto n = WholeNumber(TrimWhitespace(*value), kMaxPickTokens);
       if (!n) return NotAWholeNumber(name, kMaxPickTokens);
       *field = *n;
     }
   }
   if (const auto value = request.header("x-eoc-wait-ms")) {
-    out.wait_ms = WholeNumber(Trim(*value), kMaxPickWaitMs);
+    out.wait_ms = WholeNumber(TrimWhitespace(*value), kMaxPickWaitMs);
     if (!out.wait_ms) return NotAWholeNumber("x-eoc-wait-ms", kMaxPickWaitMs);
   }
   if (const auto value = request.header("x-eoc-prefix-hashes")) {
@@ -88,7 +82,7 @@ std::string ParsePickHeaders(const Request& request, std::string_view session_he
     if (!error.empty()) return error;
   }
   if (const auto session = session_header.empty() ? std::nullopt : request.header(session_header)) {
-    const std::string_view id = Trim(*session);
+    const std::string_view id = TrimWhitespace(*session);
     if (id.size() > routing::kMaxSessionIdBytes) {
       return "header " + std::string(session_header) + ": at most " +
              std::to_string(routing::kMaxSessionIdBytes) + " bytes";
