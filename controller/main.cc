@@ -65,6 +65,7 @@ struct Flags {
   std::string pick_bind_address = ":8090";
   int pick_threads = 2;
   int pick_max_connections = 4096;
+  std::size_t pick_max_waiting = eoc::server::PickEndpoint::kDefaultMaxWaiting;
   std::size_t pick_max_header_bytes = std::size_t{16} * 1024;
   std::size_t pick_max_body_bytes = std::size_t{1024} * 1024;
   std::size_t pick_max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
@@ -99,6 +100,16 @@ void RaiseDescriptorLimit(const Flags& flags, const Logger& log) {
                                 {"needed", plan->needed}});
 }
 
+// Checks that the picks waiting at once cannot hold every pick connection (at that cap a new
+// client would take a waiting pick's place); throws naming both flags when they could.
+void CheckWaitingCap(const Flags& flags) {
+  if (flags.pick_max_waiting < static_cast<std::size_t>(flags.pick_max_connections)) return;
+  throw std::runtime_error(
+      "--pick-max-waiting " + std::to_string(flags.pick_max_waiting) +
+      " must be below --pick-max-connections " + std::to_string(flags.pick_max_connections) +
+      ": each waiting pick holds a connection, and some must stay for picks that find room");
+}
+
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
                                                const eoc::telemetry::Metrics* metrics) {
@@ -118,6 +129,7 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
 
 int Run(const Flags& flags) {
   const Logger log("controller");
+  CheckWaitingCap(flags);
   RaiseDescriptorLimit(flags, log);
   const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
   const kube::RestConfig& config = api.config;
@@ -208,7 +220,8 @@ int Run(const Flags& flags) {
   metrics.AddCollector([&pick_metrics, &directory] { return pick_metrics.Collect(&directory); });
   const eoc::server::PickEndpoint pick_endpoint(
       pick_pools, pick_metrics, eoc::RealClock(),
-      {.pools_loaded = [&pools] { return pools.PoolsSynced(); }});
+      {.pools_loaded = [&pools] { return pools.PoolsSynced(); },
+       .max_waiting = flags.pick_max_waiting});
   eoc::server::PoolTicker ticker(directory, eoc::RealClock());
   ticker.Start();
   // Every replica reports the picks waiting in its queues, for the leader's autoscaler.
@@ -369,6 +382,11 @@ int main(int argc, char** argv) {
                  "connections the pick endpoint holds open at once (at the cap, the one idle "
                  "or stalled longest gives way to a new one)")
       ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  app.add_option("--pick-max-waiting", f.pick_max_waiting,
+                 "picks waiting at once in all pools together (past it a pick that finds no room "
+                 "answers 429 at once); below --pick-max-connections")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
       ->capture_default_str();
   app.add_option("--pick-max-header-bytes", f.pick_max_header_bytes,
                  "a pick request's start line and headers together, at most (more: 431)")

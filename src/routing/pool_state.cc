@@ -381,6 +381,7 @@ PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, Ti
   const std::uint64_t epoch = capacity_epoch_.load(std::memory_order_acquire);
   PickOutcome outcome = TryPick(request, random, now);
   if (outcome.status != PickStatus::kNoRoom) return outcome;
+  if (wait.refused) return PickOutcome{.status = PickStatus::kQueueFull};
   // The one decision found no room: the same call queues the pick, and only now is its callback
   // made.
   auto admitted = waiting_.Admit(request, random, wait.make_done(), wait.deadline, now);

@@ -149,6 +149,10 @@ class PoolState {
     // callback it makes is called once, later, unless the queue refuses the pick (Pick answers
     // at once) or Cancel takes it back. By default none: the pick waits unanswered.
     FunctionRef<PickCallback()> make_done = kNoPickCallback;
+    // Waiting is refused now (a bound of the caller's over every pool, such as the pick
+    // endpoint's --pick-max-waiting): a pick that finds no room answers kQueueFull at once, makes
+    // no callback and is not queued.
+    bool refused = false;
   };
 
   // `budget` (the global session limit) must outlive the state.

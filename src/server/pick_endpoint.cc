@@ -1,6 +1,9 @@
 #include "server/pick_endpoint.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -281,6 +284,33 @@ Context& NewContext(Form form, Clock::TimePoint start) {
   return context;
 }
 
+// A deferred pick's place among the endpoint's waiting picks (Options::max_waiting): taken when
+// the pick is deferred, given back once, when its answer is handed to its connection or its
+// client abandons it, whichever comes first.
+class WaitingPlace {
+ public:
+  explicit WaitingPlace(std::atomic<std::size_t>& waiting) : waiting_(waiting) {
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void GiveBack() {
+    if (!given_back_.exchange(true, std::memory_order_relaxed)) {
+      waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  std::atomic<std::size_t>& waiting_;
+  std::atomic<bool> given_back_{false};
+};
+
+// A pick that would have waited while `max_waiting` picks wait on this replica.
+Ending WaitingFull(std::size_t max_waiting) {
+  return Refused(Outcome::kWaitingFull, 429,
+                 std::to_string(max_waiting) +
+                     " picks wait on this replica (--pick-max-waiting): no worker has room",
+                 "1");
+}
+
 }  // namespace
 
 PickEndpoint::PickEndpoint(const PickPools& pools, PickMetrics& metrics, const Clock& clock,
@@ -357,30 +387,42 @@ void PickEndpoint::Serve(const Request& request, Response& response, Context& co
   const Clock::TimePoint deadline = routing::WaitDeadline(now, pool.http.queue_timeout, wait);
   context.decided = now;
   context.wait = deadline - now;
-  // Made only when the engine queues the pick: the request is put off, and the callback answers
-  // it through a copy of the context.
+  // At max_waiting picks waiting on this replica, a pick that finds no room is refused rather
+  // than queued. Read before the pick and counted when it is deferred, so a pick being decided on
+  // each other I/O thread at the same moment may pass the bound by one.
+  const bool waiting_full = waiting_.load(std::memory_order_relaxed) >= options_.max_waiting;
+  // Made only when the engine queues the pick: the request is put off, takes its place among the
+  // waiting picks, and the callback answers it through a copy of the context.
   std::optional<Later> later;
+  std::shared_ptr<WaitingPlace> place;
   const auto make_done = [&]() -> routing::PickCallback {
     later = request.Defer();
+    place = std::make_shared<WaitingPlace>(waiting_);
     Context kept = context;
     kept.queued = true;
-    return [this, answer = *later, kept = std::move(kept)](const PickOutcome& out) {
+    return [this, answer = *later, place, kept = std::move(kept)](const PickOutcome& out) {
+      place->GiveBack();
       answer.Answer([this, kept, out](Response& r) { Finish(r, kept, EndingOf(kept, out)); });
     };
   };
-  const PickOutcome out = pool.state->Pick(inputs.request, NextRandom(), now,
-                                           {.deadline = deadline, .make_done = make_done});
+  const PickOutcome out =
+      pool.state->Pick(inputs.request, NextRandom(), now,
+                       {.deadline = deadline, .make_done = make_done, .refused = waiting_full});
   if (!later) {  // decided at once
-    Finish(response, context, EndingOf(context, out));
+    Finish(response, context,
+           waiting_full && out.status == PickStatus::kQueueFull ? WaitingFull(options_.max_waiting)
+                                                                : EndingOf(context, out));
     return;
   }
   if (out.status != PickStatus::kQueued) {  // the queue refused it: answered through the deferral
+    place->GiveBack();
     later->Answer(
         [this, kept = context, out](Response& r) { Finish(r, kept, EndingOf(kept, out)); });
     return;
   }
   later->OnAbandon([this, weak = std::weak_ptr<routing::PoolState>(pool.state), ticket = out.ticket,
-                    kept = context](Abandon why) {
+                    place, kept = context](Abandon why) {
+    place->GiveBack();
     if (const auto state = weak.lock()) state->Cancel(ticket);
     if (why == Abandon::kStopping) {
       Record(kept, Outcome::kShuttingDown, kept.form == Form::kAuth ? 403 : 503);

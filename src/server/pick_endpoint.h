@@ -26,8 +26,9 @@
 // Errors are JSON {"code":N,"message":"..."} (Response::SetError), the message naming the field or
 // the problem: 400 bad input (and a request that needs more KV blocks than the largest worker
 // holds), 404 unknown pool (503 while the replica is still loading its pools) or model, 429 queue
-// full (Retry-After: 1), 503 no worker and no way to wait for one (Retry-After: 5) or the routing
-// table not yet published (Retry-After: 1), 504 waited past the deadline.
+// full, or Options::max_waiting picks waiting in all pools together (Retry-After: 1), 503 no worker
+// and no way to wait for one (Retry-After: 5) or the routing table not yet published (Retry-After:
+// 1), 504 waited past the deadline.
 //
 // A pick that finds no room waits in its pool's queue without holding an I/O thread
 // (Request::Defer), up to the pool's queueTimeoutSeconds or the request's shorter wait; a client
@@ -43,7 +44,9 @@
 // are per thread (PickMetrics), and the parse and answer reuse per-thread buffers.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -57,6 +60,9 @@ namespace eoc::server {
 
 class PickEndpoint {
  public:
+  // Options::max_waiting's default: half of --pick-max-connections's (4096).
+  static constexpr std::size_t kDefaultMaxWaiting = 2048;
+
   struct Options {
     // How long an auth_request-mode pick waits at most when it does not say (x-eoc-wait-ms): under
     // gateways' usual 60 s upstream timeout.
@@ -64,6 +70,10 @@ class PickEndpoint {
     // Whether this replica has loaded its pools (the InferencePool informer has synced): until
     // then a pool it does not know answers 503 (Retry-After: 1), not 404. Null: always loaded.
     std::function<bool()> pools_loaded;
+    // Picks waiting at once in all pools together (--pick-max-waiting), below the connection cap
+    // so that waiting picks never hold every connection: past it a pick that finds no room is
+    // answered 429 at once (as queue-full; eoc_picks_total's reason `waiting-full`).
+    std::size_t max_waiting = kDefaultMaxWaiting;
   };
 
   // `pools`, `metrics` and `clock` must outlive the server the endpoint is registered on, and the
@@ -99,6 +109,8 @@ class PickEndpoint {
   PickMetrics& metrics_;
   const Clock& clock_;
   const Options options_;
+  // Picks deferred now, in every pool (Options::max_waiting).
+  mutable std::atomic<std::size_t> waiting_{0};
 };
 
 }  // namespace eoc::server

@@ -11,9 +11,10 @@ namespace {
 using Outcome = PickMetrics::Outcome;
 
 constexpr std::array<std::string_view, PickMetrics::kOutcomes> kReasons = {
-    "session-hit", "session-new", "session-overflow", "prefix",        "strategy",
-    "queued",      "bad-request", "unknown-pool",     "unknown-model", "too-large",
-    "queue-full",  "unavailable", "not-published",    "timed-out",     "shutting-down",
+    "session-hit",   "session-new", "session-overflow", "prefix",
+    "strategy",      "queued",      "bad-request",      "unknown-pool",
+    "unknown-model", "too-large",   "queue-full",       "unavailable",
+    "not-published", "timed-out",   "shutting-down",    "waiting-full",
 };
 
 // The status codes a pick answers, and one slot for any other.

@@ -14,7 +14,8 @@
 //                                           session-overflow, prefix, strategy, queued) or why not
 //                                           (bad-request, unknown-pool, unknown-model, too-large,
 //                                           queue-full, unavailable, not-published, timed-out,
-//                                           shutting-down), and the HTTP status sent
+//                                           shutting-down, waiting-full: --pick-max-waiting picks
+//                                           waited in all pools), and the HTTP status sent
 //   eoc_pick_duration_seconds{pool}         from the request's dispatch to its answer (a waited
 //                                           pick's wait included)
 //   eoc_pick_queue_wait_seconds{pool}       how long picks that waited in the queue waited
@@ -68,9 +69,10 @@ class PickMetrics {
     kNotPublished,
     kTimedOut,
     kShuttingDown,
+    kWaitingFull,  // --pick-max-waiting picks waited in all pools together
   };
-  static constexpr std::size_t kOutcomes = 15;
-  // The label `reason` for an outcome: "session-hit", ..., "shutting-down".
+  static constexpr std::size_t kOutcomes = 16;
+  // The label `reason` for an outcome: "session-hit", ..., "waiting-full".
   static std::string_view ReasonOf(Outcome outcome);
 
   static constexpr std::size_t kMaxPoolSeries = routing::PoolDirectory::kMaxPools;

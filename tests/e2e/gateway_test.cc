@@ -47,12 +47,15 @@ constexpr const char* kNginx = "/usr/sbin/nginx";
 
 // A CarbonWeighted pool of the pods labelled pool=`name` (zone a at 100 g/kWh, zone b at 200: the
 // worker in zone a weighs 1000, the one in zone b 500, while their loads are alike), scraped every
-// second.
+// second; a request through the gateway counts as one token each way (the recipe drops the
+// client's own sizing headers), so no worker's KV budget runs out.
 json CarbonPool(const std::string& name) {
   json pool = testing::PoolOf(name, {{"intervalSeconds", 1}, {"timeoutSeconds", 1}});
   pool["spec"]["selector"] = {{"matchLabels", {{"pool", name}}}};
   pool["spec"]["routing"] = {{"strategy", "CarbonWeighted"},
-                             {"sessionAffinity", {{"enabled", true}}}};
+                             {"sessionAffinity", {{"enabled", true}}},
+                             {"defaultPromptTokens", 1},
+                             {"defaultExpectedTokens", 1}};
   pool["spec"]["energy"] = {{"source", "Static"},
                             {"profiles", json::array({{{"accelerator", "GPU"},
                                                        {"idleWatts", 100},
@@ -112,12 +115,10 @@ class Nginx {
   std::unique_ptr<testing::ChildProcess> process_;
 };
 
-// A completion request as a client sends it through the gateway: small (one token each way,
-// so no worker's KV budget runs out), with `headers` (a session, say).
+// A completion request as a client sends it through the gateway, with `headers` (a session, say).
 std::string Completion(const std::string& headers = "") {
   const std::string body = R"({"model":"llama","prompt":"hi","max_tokens":1})";
-  return "POST /v1/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
-         "x-eoc-prompt-tokens: 1\r\nx-eoc-expected-tokens: 1\r\n" +
+  return "POST /v1/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n" +
          headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
@@ -295,6 +296,38 @@ TEST_F(GatewayTest, AFullQueueIs429AndAWaitPastItsDeadline504) {
       },
       kPatience))
       << gateway->Output() << controller_->Output();
+}
+
+// A client does not size its own request: the recipe drops every x-eoc-* header the picker reads,
+// so the pool's defaults apply. Each header below, sent to the picker itself, is refused (400: more
+// KV blocks than the largest worker holds, or malformed); sent through nginx, it never reaches the
+// picker and the request is served.
+TEST_F(GatewayTest, AClientsOwnSizingHeadersAreDroppedSoThePoolsDefaultsApply) {
+  ASSERT_NO_FATAL_FAILURE(StartPool("w"));
+  const auto gateway = Gateway("w");
+  auto client = gateway->Connect();
+  ASSERT_NE(client, nullptr);
+  RawClient picker(static_cast<std::uint16_t>(pick_port_));
+  for (const std::string header :
+       {"x-eoc-prompt-tokens: 1000000000", "x-eoc-expected-tokens: 1000000000",
+        "x-eoc-prefix-hashes: not-a-hash", "x-eoc-wait-ms: soon"}) {
+    // Once the workers' KV caches are scraped, a billion tokens are more than either holds.
+    ASSERT_TRUE(Eventually(
+        [&] {
+          if (!picker.Send("GET /v1/pools/" + ns_ + "/w/pick HTTP/1.1\r\nHost: t\r\n" + header +
+                           "\r\n\r\n")) {
+            return false;
+          }
+          const auto refused = picker.ReadResponse();
+          return refused && refused->status == 400;
+        },
+        kPatience))
+        << header << "\n"
+        << controller_->Output();
+    const auto [status, worker] = Send(*client, Completion(header + "\r\n"));
+    EXPECT_EQ(status, 200) << header << "\n" << gateway->Output();
+    EXPECT_FALSE(worker.empty()) << header;
+  }
 }
 
 TEST_F(GatewayTest, WithThePickerUnreachableFailOpenReachesTheFallbackAndFailClosedIs503) {

@@ -6,9 +6,11 @@
 // they are idle (or pinned with the deletion cost, as for 1.22, when told to); a pool without
 // requests goes to minReplicas; replicas someone else sets are
 // adopted; an HPA on the same Deployment means no writes; mode Recommend never writes /scale; the
-// Events show in `kubectl describe`. Assertions are on what is written, never on how fast.
+// Events show in `kubectl describe`; 1,000 picks whose clients leave after a pipelined byte leave
+// the queue and scale nothing. Assertions are on what is written, never on how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -246,6 +248,68 @@ TEST_F(AutoscaleIntegrationTest, RecommendNeverWritesScale) {
   EXPECT_TRUE(Eventually([&] { return Scaling("w") == "True/Recommending"; }, kPatience));
   EXPECT_TRUE(Eventually([&] { return HasEvent("w", "ScaleRecommended"); }, kPatience));
   EXPECT_TRUE(Stays("w", 1, 6));
+}
+
+// The finding this holds fixed: picks that a client sent, then one more pipelined byte, then
+// closed kept their places to the queue timeout, so 1,000 of them filled a pool's queue with no
+// connection open, every real client got 429, and the autoscaler scaled the Deployment from 1 to
+// 8. Here 1,000 such clients at a pool whose one worker has no KV room: their picks leave the
+// queue within seconds, a real client's pick waits (504 at its own short wait, not 429), and the
+// Deployment stays at one replica past the upscale delay.
+TEST_F(AutoscaleIntegrationTest, PicksWhoseClientsLeaveAfterAPipelinedByteLeaveTheQueue) {
+  constexpr int kClients = 1000;
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  files.rlim_cur = std::max<rlim_t>(files.rlim_cur, std::min<rlim_t>(files.rlim_max, 4096));
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &files), 0);
+  if (files.rlim_cur < kClients + 256) GTEST_SKIP() << "open-files limit " << files.rlim_cur;
+
+  ASSERT_TRUE(
+      client_->Create(resources::kDeployments, ns_,
+                      testing::WorkerDeployment(
+                          "w", 1, {.pod_annotations = {{testing::kKvCacheUsageAnnotation, "1"}}})));
+  // A longer upscale delay than the flood takes to send: only picks that stay scale the pool.
+  json pool = Pool("w", {{"maxReplicas", 8}, {"upscaleDelaySeconds", 8}});
+  pool["spec"]["routing"] = {{"admission", {{"maxQueue", kClients}}}};
+  ASSERT_TRUE(client_->Create(kPools, ns_, pool));
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  ASSERT_TRUE(Eventually([&] { return Scaling("w") == "True/Active"; }, kPatience))
+      << controller_->Output();
+
+  const auto post = [&](const json& body) {
+    const std::string text = body.dump();
+    return "POST /v1/pick HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(text.size()) +
+           "\r\n\r\n" + text;
+  };
+  // A real client's pick, waiting 200 ms at most: its status.
+  const auto real_pick = [&] {
+    testing::RawClient client(static_cast<std::uint16_t>(pick_port_));
+    if (!client.Send(post({{"pool", ns_ + "/w"}, {"wait_ms", 200}}))) return 0;
+    const auto answer = client.ReadResponse();
+    return answer ? answer->status : 0;
+  };
+  // Once the worker's full KV cache is scraped, a pick finds no room and waits out its wait.
+  ASSERT_TRUE(Eventually([&] { return real_pick() == 504; }, kPatience)) << controller_->Output();
+
+  const std::string depth = R"(eoc_pick_queue_depth{pool=")" + ns_ + R"(/w"})";
+  const std::string pick = post({{"pool", ns_ + "/w"}});
+  std::vector<std::unique_ptr<testing::RawClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<testing::RawClient>(static_cast<std::uint16_t>(pick_port_)));
+    ASSERT_TRUE(clients.back()->Send(pick));
+  }
+  // Every pick waits (the server has read each request) before its byte comes.
+  ASSERT_TRUE(Eventually([&] { return testing::Sample(Metrics(), depth) == kClients; }, kPatience))
+      << testing::Sample(Metrics(), depth);
+  for (const auto& client : clients) ASSERT_TRUE(client->Send("x"));
+  clients.clear();  // each closes
+
+  EXPECT_TRUE(
+      Eventually([&] { return testing::Sample(Metrics(), depth) == 0; }, std::chrono::seconds(5)))
+      << "picks still waiting: " << testing::Sample(Metrics(), depth);
+  EXPECT_EQ(real_pick(), 504) << "a real client's pick waits, not refused 429";
+  // Past the upscale delay and the look-back: nothing to scale for.
+  EXPECT_TRUE(Stays("w", 1, 24)) << "replicas " << SpecReplicas("w");
 }
 
 // Two replicas on one Lease: the first started leads.

@@ -194,6 +194,23 @@ TEST_F(ControllerBinaryTest, BadFlagsAndConfigsExitWithAMessage) {
   const int status2 = no_config.Wait();
   EXPECT_TRUE(WIFEXITED(status2) && WEXITSTATUS(status2) != 0);
   EXPECT_THAT(no_config.Output(), HasSubstr("/nonexistent/kubeconfig"));
+
+  // Waiting picks may not hold every connection: --pick-max-waiting below --pick-max-connections.
+  for (const auto& [flags, message] :
+       {std::pair<std::vector<std::string>, std::string>{
+            {"--pick-max-waiting", "4096"},
+            "--pick-max-waiting 4096 must be below --pick-max-connections 4096"},
+        {{"--pick-max-connections", "1000"},
+         "--pick-max-waiting 2048 must be below --pick-max-connections 1000"}}) {
+    std::vector<std::string> args = Args("unused", FreePort(), FreePort());
+    args.insert(args.end(), flags.begin(), flags.end());
+    ChildProcess refused(args, /*merge_stderr=*/true);
+    const auto ended = refused.WaitFor(std::chrono::seconds(30));
+    ASSERT_TRUE(ended.has_value()) << "still running with " << flags[0] << ":\n"
+                                   << refused.Output();
+    EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 1) << refused.Output();
+    EXPECT_THAT(refused.Output(), HasSubstr(message));
+  }
 }
 
 // The soft and hard "Max open files" of process `pid`, as /proc/PID/limits gives them.
@@ -225,7 +242,9 @@ TEST_F(ControllerBinaryTest, RaisesItsOpenFilesLimitAndRefusesCapsThatCannotFit)
   const int health_port = FreePort();
   std::vector<std::string> args = {kPrlimit, "--nofile=256:" + std::to_string(hard), "--"};
   for (std::string& a : Args("unused", FreePort(), health_port)) args.push_back(std::move(a));
-  for (const char* a : {"--pick-max-connections", "1024"}) args.emplace_back(a);
+  for (const char* a : {"--pick-max-connections", "1024", "--pick-max-waiting", "512"}) {
+    args.emplace_back(a);
+  }
   ChildProcess raised(args, /*merge_stderr=*/true);
   ASSERT_TRUE(Eventually([&] { return Get(health_port, "/healthz").status == 200; },
                          std::chrono::seconds(30)))

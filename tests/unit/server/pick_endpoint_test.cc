@@ -288,6 +288,69 @@ TEST_F(PickEndpointTest, AWaitPastItsDeadlineIs504AndAFullQueueIs429) {
   EXPECT_THAT(late->body, HasSubstr("no worker had room within the wait of 300 ms"));
 }
 
+// Picks waiting in all pools together stop at the endpoint's max_waiting (--pick-max-waiting):
+// past it a pick that finds no room is answered 429 at once, though its pool's own queue has room;
+// a place comes back when a waiting pick is answered or its client leaves.
+TEST_F(PickEndpointTest, PicksWaitingInAllPoolsTogetherStopAtMaxWaiting) {
+  const auto code =
+      Configure("prod/code", DefaultOptions(), {.queue_timeout = std::chrono::seconds(20)});
+  code->SetSnapshot(routing::PoolSnapshot::Build({W("vllm-2")}, 4, routing::Strategy::kRoundRobin),
+                    clock_.Now());
+  code->ObserveLoad(W("vllm-2").key, Blocks(0), clock_.Now());
+  ObserveAll(0);  // no room in either pool
+  const PickEndpoint capped(pools_, metrics_, clock_, {.max_waiting = 3});
+  HttpServer server({.threads = 2});  // after `capped`: stopped first
+  capped.Register(server);
+  server.Start();
+  const auto send = [&](std::string_view pool) {
+    auto client = std::make_unique<RawClient>(server.port());
+    EXPECT_TRUE(client->Send(Post(R"({"pool":")" + std::string(pool) + R"("})")));
+    return client;
+  };
+  const auto waiting = [&](std::size_t chat, std::size_t in_code) {
+    const auto deadline = std::chrono::steady_clock::now() + RawClient::kPatience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pool_->Waiting() == chat && code->Waiting() == in_code) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  };
+  const auto refused = [&](std::string_view pool) {
+    auto client = send(pool);
+    const auto response = client->ReadResponse();
+    ASSERT_TRUE(response.has_value()) << "a pick past the cap waits";
+    EXPECT_EQ(response->status, 429);
+    EXPECT_EQ(response->header("retry-after"), "1");
+    EXPECT_THAT(response->body, HasSubstr("3 picks wait on this replica (--pick-max-waiting)"));
+  };
+
+  auto chat_a = send("prod/chat");
+  auto chat_b = send("prod/chat");
+  auto code_a = send("prod/code");
+  ASSERT_TRUE(waiting(2, 1));
+  refused("prod/code");  // its own queue holds 1 of 1000
+  EXPECT_EQ(code->Waiting(), 1U);
+  EXPECT_THAT(Metrics(),
+              HasSubstr("eoc_picks_total{code=429,pool=prod/code,reason=waiting-full,} 1"));
+
+  code_a.reset();  // its client leaves: its place comes back
+  ASSERT_TRUE(waiting(2, 0));
+  auto code_b = send("prod/code");
+  ASSERT_TRUE(waiting(2, 1)) << "a place given back by a client that left";
+
+  ObserveAll(50);  // room for both picks of prod/chat: answered, their places come back
+  for (auto* client : {chat_a.get(), chat_b.get()}) {
+    const auto response = client->ReadResponse();
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 200);
+  }
+  auto code_c = send("prod/code");
+  auto code_d = send("prod/code");
+  ASSERT_TRUE(waiting(0, 3)) << "places given back by answered picks";
+  refused("prod/chat");
+  EXPECT_EQ(pool_->Waiting(), 0U);
+}
+
 TEST_F(PickEndpointTest, AuthModeTurnsEveryFailureInto403CarryingTheRealStatus) {
   Restart();
   routing::PoolState::Options options = DefaultOptions();
