@@ -55,14 +55,14 @@
 // queue until its deadline and its `done` is called exactly once (unless Cancel takes it back
 // first), from whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a
 // lock of this object is held): kPicked with reason `queued` when capacity appears, kTimedOut at
-// the deadline, kUnavailable when waiting becomes impossible. A waiting pick that cannot be placed
-// holds the later picks of its model behind it for at most `hold` (a scrape interval) from when it
-// was queued: until then new picks for that model queue behind the waiting ones rather than
-// overtake them, and after it they are decided as if none waited (picks for other models may pass
-// at any time). Released waiters are offered room oldest first, so a pick that others passed
-// still takes the first room that fits it; a waiting pick found too large by then (a worker
-// reported its cache, or a smaller `max_request_tokens`) answers kTooLarge at once. Immediate
-// refusals: kQueueFull (429: max_queue
+// the deadline, kUnavailable when waiting becomes impossible. The hold: a waiting pick that
+// cannot be placed holds the later picks of its model behind it for at most `hold` (a scrape
+// interval) from when it was queued. While the oldest waiting pick of a model is within its hold,
+// new picks for that model queue behind it; after that they are decided as if none waited, and
+// waiting ones that fit pass it when released (picks for other models may pass at any time).
+// Released waiters are offered room oldest first, so a pick that others passed still takes the
+// first room that fits it; one found too large by then (a worker reported its cache, or a smaller
+// `max_request_tokens`) answers kTooLarge at once. Immediate refusals: kQueueFull (429: max_queue
 // waiting), kUnavailable (503: the pool has no worker and `wait_without_workers` is off, or
 // queueing is off; or the model name is longer than kMaxModelNameBytes, so no worker can list it),
 // kNotPublished (503: no snapshot yet), kTimedOut (504: the deadline is already past),
