@@ -37,6 +37,10 @@ routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec) {
       .max_queue = Count(r.admission.max_queue),
       .default_prompt_tokens = r.default_prompt_tokens,
       .default_expected_tokens = r.default_expected_tokens,
+      .max_request_tokens = r.admission.max_request_tokens,
+      // A pick that cannot fit holds its model's later picks for one scrape: the time room takes
+      // to show.
+      .hold = std::chrono::seconds(std::max(1, spec.metrics.interval_seconds)),
       .wait_without_workers = spec.autoscaling.enabled &&
                               spec.autoscaling.mode == api::ScalingMode::kApply &&
                               spec.autoscaling.max_replicas.value_or(0) >= 1,

@@ -28,9 +28,10 @@
 
 namespace eoc::controller {
 
-// The engine's options for a pool with `spec` (its `routing` block and `models`; and picks may
-// wait while the pool has no worker when the autoscaler applies its decisions and may run a
-// replica: enabled, mode Apply, maxReplicas at least 1, as it can scale from zero).
+// The engine's options for a pool with `spec` (its `routing` block and `models`; a waiting pick
+// holds others for one metrics.intervalSeconds; and picks may wait while the pool has no worker
+// when the autoscaler applies its decisions and may run a replica: enabled, mode Apply,
+// maxReplicas at least 1, as it can scale from zero).
 routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec);
 
 // The pick endpoint's settings of a pool with spec.routing `routing`: the session header

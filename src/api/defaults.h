@@ -49,6 +49,7 @@ inline constexpr double kPrefixLoadMargin = 0.25;
 inline constexpr bool kKvBlockBudget = true;
 inline constexpr std::int32_t kMaxQueue = 1000;
 inline constexpr double kQueueTimeoutSeconds = 120;
+inline constexpr std::int32_t kMaxRequestTokens = 0;  // as many as the largest worker holds
 inline constexpr std::int32_t kDefaultPromptTokens = 512;
 inline constexpr std::int32_t kDefaultExpectedTokens = 256;
 inline constexpr std::int32_t kPublishIntervalSeconds = 10;

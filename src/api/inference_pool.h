@@ -124,6 +124,9 @@ struct AdmissionSpec {
   bool kv_block_budget = false;
   std::int32_t max_queue = 0;
   double queue_timeout_seconds = 0;
+  // The most tokens (prompt plus expected) a pick may ask for; 0: as many as the largest worker's
+  // KV cache holds.
+  std::int32_t max_request_tokens = 0;
 };
 
 struct RoutingSpec {

@@ -102,6 +102,7 @@ void ParseRouting(const ObjectReader& r, RoutingSpec& out) {
   admission.Int("maxQueue", out.admission.max_queue, rules::kMaxQueue);
   admission.Number("queueTimeoutSeconds", out.admission.queue_timeout_seconds,
                    rules::kQueueTimeoutSeconds);
+  admission.Int("maxRequestTokens", out.admission.max_request_tokens, rules::kMaxRequestTokens);
   r.Int("defaultPromptTokens", out.default_prompt_tokens, rules::kTokens);
   r.Int("defaultExpectedTokens", out.default_expected_tokens, rules::kTokens);
   r.Int("maxConcurrencyPerWorker", out.max_concurrency_per_worker, rules::kMaxConcurrency);

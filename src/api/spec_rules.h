@@ -67,6 +67,7 @@ inline constexpr IntRange kMaxBlocks{.min = 1, .max = 100'000'000};
 inline constexpr NumberRange kLoadMargin{.min = 0, .max = 10};  // in busyness
 inline constexpr IntRange kMaxQueue{.min = 0, .max = 1'000'000};
 inline constexpr NumberRange kQueueTimeoutSeconds{.min = 0, .max = 3600};
+inline constexpr IntRange kMaxRequestTokens{.min = 0, .max = 100'000'000};
 inline constexpr IntRange kTokens{.min = 1, .max = 10'000'000};
 inline constexpr IntRange kMaxConcurrency{.min = 1, .max = 1'000'000};
 inline constexpr IntRange kPublishIntervalSeconds{.min = 1, .max = 3600};

@@ -156,6 +156,8 @@ void CheckRouting(const RoutingSpec& r, const Checker& check) {
   check.Int("spec.routing.admission.maxQueue", r.admission.max_queue, rules::kMaxQueue);
   check.Number("spec.routing.admission.queueTimeoutSeconds", r.admission.queue_timeout_seconds,
                rules::kQueueTimeoutSeconds);
+  check.Int("spec.routing.admission.maxRequestTokens", r.admission.max_request_tokens,
+            rules::kMaxRequestTokens);
   check.Int("spec.routing.defaultPromptTokens", r.default_prompt_tokens, rules::kTokens);
   check.Int("spec.routing.defaultExpectedTokens", r.default_expected_tokens, rules::kTokens);
   if (r.max_concurrency_per_worker) {

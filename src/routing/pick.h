@@ -38,7 +38,8 @@ enum class PickStatus {
   kNotPublished,  // the pool has no routing generation yet
   kTimedOut,      // the deadline passed while waiting (or before)
   kUnknownModel,  // the pool lists its models (Options::models) and not this one
-  kTooLarge,      // needs more KV blocks than the pool's largest worker holds in all
+  kTooLarge,      // asks for more tokens than the pool allows, or needs more KV blocks than
+                  // the pool's largest worker holds in all
 };
 std::string_view ToString(PickStatus status);
 
@@ -59,10 +60,14 @@ struct PickOutcome {
   std::shared_ptr<const PoolSnapshot> snapshot;  // when kPicked: the generation it came from
   std::uint64_t ticket = 0;                      // when kQueued: for Cancel
   bool new_session = false;  // when picked for a session: it was bound now (else it was bound)
-  // When kTooLarge: the blocks the request needs, and the most the pool's largest worker holds,
-  // in that worker's blocks.
+  // When kTooLarge by the largest worker: the blocks the request needs, and the most that worker
+  // holds, in its blocks; 0 otherwise.
   std::int64_t blocks_needed = 0;
   std::int64_t blocks_largest = 0;
+  // When kTooLarge by the pool's own bound (Options::max_request_tokens): the tokens the request
+  // asks for (prompt plus expected) and that bound; 0 otherwise.
+  std::int64_t tokens_asked = 0;
+  std::int64_t tokens_allowed = 0;
 
   bool picked() const { return status == PickStatus::kPicked; }
   // When picked: the worker (its address, pod, key).

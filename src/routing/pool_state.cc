@@ -128,7 +128,8 @@ void PoolState::UpdateLargestLocked() {
              (static_cast<std::uint64_t>(size) << kLargestBlockBits);
     }
   }
-  largest_.store(best, std::memory_order_relaxed);
+  // None reports (a pool scaled to zero, or scrapes failing): picks stay bounded by the last seen.
+  if (best != 0) largest_.store(best, std::memory_order_relaxed);
 }
 
 void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePoint now) {
@@ -362,18 +363,29 @@ PickOutcome PoolState::TryPick(const PickRequest& request, std::uint64_t random,
       std::find(models.begin(), models.end(), request.model) == models.end()) {
     return PickOutcome{.status = PickStatus::kUnknownModel};
   }
-  if (const std::uint64_t largest = largest_.load(std::memory_order_relaxed); largest != 0) {
-    const auto blocks =
-        static_cast<std::int64_t>(largest & ((std::uint64_t{1} << kLargestBlockBits) - 1));
-    const auto size = static_cast<std::int64_t>(largest >> kLargestBlockBits);
-    const std::int64_t needed = (view->TokensOf(request) + size - 1) / size;
-    if (needed > blocks) {
-      return PickOutcome{
-          .status = PickStatus::kTooLarge, .blocks_needed = needed, .blocks_largest = blocks};
-    }
+  if (auto too_large = TooLarge(*view, request)) return *std::move(too_large);
+  if (waiting_.Holds(request.model, now, view->options.hold)) {
+    return PickOutcome{.status = PickStatus::kNoRoom};
   }
-  if (waiting_.ModelWaiting(request.model)) return PickOutcome{.status = PickStatus::kNoRoom};
   return Decide(view, request, random, now, /*released=*/false);
+}
+
+std::optional<PickOutcome> PoolState::TooLarge(const View& view, const PickRequest& request) const {
+  const std::int64_t tokens = view.TokensOf(request);
+  if (const std::int64_t allowed = view.options.max_request_tokens;
+      allowed > 0 && tokens > allowed) {
+    return PickOutcome{
+        .status = PickStatus::kTooLarge, .tokens_asked = tokens, .tokens_allowed = allowed};
+  }
+  const std::uint64_t largest = largest_.load(std::memory_order_relaxed);
+  if (largest == 0) return std::nullopt;
+  const auto blocks =
+      static_cast<std::int64_t>(largest & ((std::uint64_t{1} << kLargestBlockBits) - 1));
+  const auto size = static_cast<std::int64_t>(largest >> kLargestBlockBits);
+  const std::int64_t needed = (tokens + size - 1) / size;
+  if (needed <= blocks) return std::nullopt;
+  return PickOutcome{
+      .status = PickStatus::kTooLarge, .blocks_needed = needed, .blocks_largest = blocks};
 }
 
 PickOutcome PoolState::Pick(const PickRequest& request, std::uint64_t random, TimePoint now,
@@ -444,9 +456,11 @@ void PoolState::ReleaseWaiting(TimePoint now) {
   if (waiting_.Size() == 0) return;
   const ViewPtr view = LoadView();  // a copy: `done` callbacks may pick again
   if (!view->snapshot) return;
-  WaitingPicks::Answer(waiting_.Release([&](const PickRequest& request, std::uint64_t random) {
+  const auto decide = [&](const PickRequest& request, std::uint64_t random) {
+    if (auto too_large = TooLarge(*view, request)) return *std::move(too_large);
     return Decide(view, request, random, now, /*released=*/true);
-  }));
+  };
+  WaitingPicks::Answer(waiting_.Release(now, view->options.hold, decide));
 }
 
 }  // namespace eoc::routing

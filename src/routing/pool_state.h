@@ -55,15 +55,21 @@
 // queue until its deadline and its `done` is called exactly once (unless Cancel takes it back
 // first), from whichever thread then calls SetSnapshot, ObserveLoad, Tick or Pick (never while a
 // lock of this object is held): kPicked with reason `queued` when capacity appears, kTimedOut at
-// the deadline, kUnavailable when waiting becomes impossible. While picks for a model wait, new
-// picks for that model queue behind them rather than overtake them (picks for other models may
-// pass); released waiters are placed oldest first. Immediate refusals: kQueueFull (429: max_queue
+// the deadline, kUnavailable when waiting becomes impossible. The hold: a waiting pick that
+// cannot be placed holds the later picks of its model behind it for at most `hold` (a scrape
+// interval) from when it was queued. While the oldest waiting pick of a model is within its hold,
+// new picks for that model queue behind it; after that they are decided as if none waited, and
+// waiting ones that fit pass it when released (picks for other models may pass at any time).
+// Released waiters are offered room oldest first, so a pick that others passed still takes the
+// first room that fits it; one found too large by then (a worker reported its cache, or a smaller
+// `max_request_tokens`) answers kTooLarge at once. Immediate refusals: kQueueFull (429: max_queue
 // waiting), kUnavailable (503: the pool has no worker and `wait_without_workers` is off, or
 // queueing is off; or the model name is longer than kMaxModelNameBytes, so no worker can list it),
 // kNotPublished (503: no snapshot yet), kTimedOut (504: the deadline is already past),
 // kUnknownModel (404: `models` is not empty and does not list the request's model), kTooLarge
-// (400: the request's tokens need more KV blocks than the largest worker, by the blocks its engine
-// last reported in all, holds; known once some worker has reported them). A waiting
+// (400: the request asks for more than `max_request_tokens`, or its tokens need more KV blocks
+// than the largest worker, by the blocks its engine last reported in all, holds; known once some
+// worker has reported them, and kept while none does, as when the pool scales to zero). A waiting
 // pick keeps its model name and the first kMaxPrefixBlocks prefix hashes (the only ones used), so
 // the queue's memory is bounded.
 //
@@ -129,6 +135,12 @@ class PoolState {
     std::size_t max_queue = 1000;                // routing.admission.maxQueue; 0: no waiting
     std::int64_t default_prompt_tokens = 512;    // routing.defaultPromptTokens
     std::int64_t default_expected_tokens = 256;  // routing.defaultExpectedTokens
+    // routing.admission.maxRequestTokens: the most tokens (prompt plus expected) a pick may ask
+    // for; more answers kTooLarge whatever the workers. 0: no bound but the largest worker's.
+    std::int64_t max_request_tokens = 0;
+    // How long a waiting pick that cannot be placed holds later picks of its model, counted from
+    // when it was queued (the pool's metrics.intervalSeconds: one scrape).
+    std::chrono::nanoseconds hold = std::chrono::seconds(5);
     // Whether a pick may wait while the pool has no worker at all (the autoscaler can scale it
     // from zero); otherwise such picks answer kUnavailable and waiting ones are released so.
     bool wait_without_workers = false;
@@ -197,7 +209,7 @@ class PoolState {
   PickOutcome Pick(const PickRequest& request, std::uint64_t random, TimePoint now,
                    const Wait& wait);
   // Picks now or answers kNoRoom (or the refusals above); never waits. Waiting picks of the same
-  // model are not overtaken: with any waiting, the answer is kNoRoom.
+  // model are not overtaken during their hold: the answer is then kNoRoom.
   PickOutcome TryPick(const PickRequest& request, std::uint64_t random, TimePoint now);
 
   // Takes a waiting pick back (its client went away); its `done` will not be called. False if it
@@ -259,7 +271,11 @@ class PoolState {
   // Steps 1-3 against `view`, reserving the chosen worker's budget; kNoRoom if none has room.
   PickOutcome Decide(const ViewPtr& view, const PickRequest& request, std::uint64_t random,
                      TimePoint now, bool released) const;
-  // Offers capacity to the waiting picks, oldest first, and answers the placed ones.
+  // kTooLarge when `request` asks for more tokens than `view`'s options allow or needs more KV
+  // blocks than the largest worker holds (largest_); nullopt when it may be decided.
+  std::optional<PickOutcome> TooLarge(const View& view, const PickRequest& request) const;
+  // Offers capacity to the waiting picks, oldest first, and answers the placed ones (and those
+  // found too large since they were queued).
   void ReleaseWaiting(TimePoint now);
 
   SessionBudget& budget_;
@@ -272,7 +288,8 @@ class PoolState {
   bool Observe(WorkerKey worker, const Load& load, TimePoint now, const ScrapeMark* since);
 
   // The cells' largest KV cache, in tokens: its blocks (low kLargestBlockBits bits) and block
-  // size (the rest); 0 while none has reported. Recomputed under update_mu_, read by picks.
+  // size (the rest); 0 until one has reported, and the last one seen while none reports (a pool
+  // scaled to zero). Recomputed under update_mu_, read by picks.
   static constexpr int kLargestBlockBits = 40;
   std::atomic<std::uint64_t> largest_{0};
   // Evictions of the session tables this state dropped (SessionEvictions); under update_mu_.

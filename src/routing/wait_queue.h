@@ -26,11 +26,12 @@
 // Head-of-line policy: Release walks the entries oldest first and the caller's `place` says, for
 // each, kPlaced (taken out and returned, in order), kKeep (it stays; the walk goes on) or kStop
 // (it stays; the walk ends). The queue keeps FIFO order among the entries `place` lets through;
-// which entries may pass which is the caller's policy. The recommended one, which keeps FIFO
-// for entries that compete for the same capacity and lets a big request never be starved by
-// small ones behind it: when an entry cannot be placed, later entries that want the same
-// workers (the same model) are kept behind it (kKeep), entries for other models may still pass,
-// and the walk stops (kStop) once no worker has room for anything.
+// which entries may pass which is the caller's policy. The recommended one (WaitingPicks'),
+// which offers room to the oldest entry first and keeps FIFO for a bounded time among entries
+// that compete for the same capacity: when an entry cannot be placed, later entries that want
+// the same workers (the same model) are kept behind it (kKeep) until its hold is over (then those
+// that fit pass it), entries for other models may still pass, and the walk stops (kStop) once no
+// worker has room for anything.
 #pragma once
 
 #include <atomic>

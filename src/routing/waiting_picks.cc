@@ -22,6 +22,7 @@ WaitingPicks::Admitted WaitingPicks::Admit(const PickRequest& request, std::uint
                 .prompt_tokens = request.prompt_tokens,
                 .expected_tokens = request.expected_tokens,
                 .random = random,
+                .queued_at = now,
                 .done = std::move(done)};
   // Counted before it can be released (by another thread, at once), uncounted if refused.
   Count(waiter, 1);
@@ -45,11 +46,12 @@ std::vector<WaitingPicks::Waiter> WaitingPicks::Close() { return Uncount(queue_.
 
 void WaitingPicks::Open() { queue_.Open(); }
 
-bool WaitingPicks::ModelWaiting(std::string_view model) const {
+bool WaitingPicks::Holds(std::string_view model, TimePoint now,
+                         std::chrono::nanoseconds hold) const {
   if (queue_.Size() == 0) return false;
   const std::lock_guard lock(mu_);
   const auto it = models_.find(model);
-  return it != models_.end() && it->second > 0;
+  return it != models_.end() && now - *it->second.begin() < hold;
 }
 
 std::size_t WaitingPicks::KeptBytes() const {
@@ -72,9 +74,13 @@ void WaitingPicks::Count(const Waiter& waiter, std::ptrdiff_t delta) {
   const std::lock_guard lock(mu_);
   kept_bytes_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(kept_bytes_) +
                                          delta * static_cast<std::ptrdiff_t>(waiter.KeptBytes()));
-  auto it = models_.try_emplace(waiter.model, 0).first;
-  it->second = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(it->second) + delta);
-  if (it->second == 0) models_.erase(it);
+  auto it = models_.try_emplace(waiter.model).first;
+  if (delta > 0) {
+    it->second.insert(waiter.queued_at);
+  } else {
+    it->second.erase(it->second.find(waiter.queued_at));
+    if (it->second.empty()) models_.erase(it);
+  }
 }
 
 std::vector<WaitingPicks::Waiter> WaitingPicks::Uncount(std::vector<Waiter> waiters) {

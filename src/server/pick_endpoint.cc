@@ -227,6 +227,13 @@ Ending EndingOf(const Context& context, const PickOutcome& out) {
   const int code = CodeOf(out.status);
   switch (out.status) {
     case PickStatus::kTooLarge:
+      if (out.tokens_allowed > 0) {
+        return Refused(outcome, code,
+                       "the request asks for " + std::to_string(out.tokens_asked) +
+                           " tokens (prompt plus expected), more than " + pool +
+                           " allows (routing.admission.maxRequestTokens: " +
+                           std::to_string(out.tokens_allowed) + ")");
+      }
       return Refused(outcome, code,
                      "the request needs " + std::to_string(out.blocks_needed) +
                          " KV blocks, more than the largest worker of " + pool + " holds in all (" +

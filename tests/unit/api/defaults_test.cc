@@ -50,9 +50,9 @@ json Dump(const InferencePoolSpec& s) {
         r.session_affinity.ttl_seconds, r.session_affinity.max_sessions, r.prefix_affinity.enabled,
         r.prefix_affinity.block_size_tokens, r.prefix_affinity.max_blocks,
         r.prefix_affinity.load_margin, r.admission.kv_block_budget, r.admission.max_queue,
-        r.admission.queue_timeout_seconds, r.default_prompt_tokens, r.default_expected_tokens,
-        r.max_concurrency_per_worker.value_or(-1), r.publish_interval_seconds,
-        r.publish_threshold}},
+        r.admission.queue_timeout_seconds, r.admission.max_request_tokens, r.default_prompt_tokens,
+        r.default_expected_tokens, r.max_concurrency_per_worker.value_or(-1),
+        r.publish_interval_seconds, r.publish_threshold}},
       {"energy", {ToString(s.energy.source), profiles}},
       {"carbon",
        {s.carbon.zone_label, s.carbon.static_intensity,
@@ -108,6 +108,7 @@ TEST(Defaults, AMinimalSpecGetsEveryDefault) {
   EXPECT_TRUE(s.routing.admission.kv_block_budget);
   EXPECT_EQ(s.routing.admission.max_queue, 1000);
   EXPECT_EQ(s.routing.admission.queue_timeout_seconds, 120);
+  EXPECT_EQ(s.routing.admission.max_request_tokens, 0);
   EXPECT_EQ(s.routing.default_prompt_tokens, 512);
   EXPECT_EQ(s.routing.default_expected_tokens, 256);
   EXPECT_FALSE(s.routing.max_concurrency_per_worker);
@@ -142,7 +143,7 @@ TEST(Defaults, SettingAConstantToItsDefaultChangesNothing) {
     object[json::json_pointer(pointer)] = YamlToJson(YAML::Load(row.value));
     EXPECT_EQ(Dump(ParseSpecOk(object)), defaulted) << row.field << " = " << row.value;
   }
-  EXPECT_EQ(constants, 33);
+  EXPECT_EQ(constants, 34);
 }
 
 TEST(Defaults, MetricsPortFollowsTargetPortUnlessGiven) {

@@ -199,6 +199,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.routing.admission.maxQueue", "must be at least 0, got -1"},
         BadSpec{R"({"routing": {"admission": {"queueTimeoutSeconds": 7200}}})",
                 "spec.routing.admission.queueTimeoutSeconds", "must be at most 3600, got 7200"},
+        BadSpec{R"({"routing": {"admission": {"maxRequestTokens": 100000001}}})",
+                "spec.routing.admission.maxRequestTokens",
+                "must be at most 100000000, got 100000001"},
+        BadSpec{R"({"routing": {"admission": {"maxRequestTokens": -1}}})",
+                "spec.routing.admission.maxRequestTokens", "must be at least 0, got -1"},
         BadSpec{R"({"routing": {"defaultPromptTokens": 0}})", "spec.routing.defaultPromptTokens",
                 "must be at least 1, got 0"},
         BadSpec{R"({"routing": {"defaultExpectedTokens": 0}})",
@@ -426,7 +431,8 @@ TEST(ParseInferencePool, AFullSpec) {
                                     "maxSessions": 5000},
                 "prefixAffinity": {"enabled": false, "blockSizeTokens": 32, "maxBlocks": 100,
                                    "loadMargin": 1.5},
-                "admission": {"kvBlockBudget": false, "maxQueue": 0, "queueTimeoutSeconds": 0.5},
+                "admission": {"kvBlockBudget": false, "maxQueue": 0, "queueTimeoutSeconds": 0.5,
+                              "maxRequestTokens": 32768},
                 "defaultPromptTokens": 1024, "defaultExpectedTokens": 128,
                 "maxConcurrencyPerWorker": 64, "publishIntervalSeconds": 30,
                 "publishThreshold": 125},
@@ -477,6 +483,7 @@ TEST(ParseInferencePool, AFullSpec) {
   EXPECT_FALSE(s.routing.admission.kv_block_budget);
   EXPECT_EQ(s.routing.admission.max_queue, 0);
   EXPECT_EQ(s.routing.admission.queue_timeout_seconds, 0.5);
+  EXPECT_EQ(s.routing.admission.max_request_tokens, 32768);
   EXPECT_EQ(s.routing.default_prompt_tokens, 1024);
   EXPECT_EQ(s.routing.default_expected_tokens, 128);
   EXPECT_EQ(s.routing.max_concurrency_per_worker, 64);

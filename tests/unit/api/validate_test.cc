@@ -92,6 +92,7 @@ TEST(Validate, RoutingBounds) {
   s.routing.prefix_affinity.block_size_tokens = 0;
   s.routing.prefix_affinity.load_margin = -0.5;
   s.routing.admission.max_queue = -1;
+  s.routing.admission.max_request_tokens = -1;
   s.routing.default_prompt_tokens = 0;
   s.routing.default_expected_tokens = 0;
   s.routing.max_concurrency_per_worker = 0;
@@ -105,6 +106,7 @@ TEST(Validate, RoutingBounds) {
           FieldError{"spec.routing.prefixAffinity.blockSizeTokens", "must be at least 1, got 0"},
           FieldError{"spec.routing.prefixAffinity.loadMargin", "must be at least 0, got -0.5"},
           FieldError{"spec.routing.admission.maxQueue", "must be at least 0, got -1"},
+          FieldError{"spec.routing.admission.maxRequestTokens", "must be at least 0, got -1"},
           FieldError{"spec.routing.defaultPromptTokens", "must be at least 1, got 0"},
           FieldError{"spec.routing.defaultExpectedTokens", "must be at least 1, got 0"},
           FieldError{"spec.routing.maxConcurrencyPerWorker", "must be at least 1, got 0"},

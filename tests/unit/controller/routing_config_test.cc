@@ -38,7 +38,8 @@ TEST(RoutingOptionsTest, MapsEveryFieldOfTheRoutingSpec) {
   r.session_affinity = {.enabled = false, .ttl_seconds = 60, .max_sessions = 10};
   r.prefix_affinity = {
       .enabled = true, .block_size_tokens = 32, .max_blocks = 7, .load_margin = 0.5};
-  r.admission = {.kv_block_budget = false, .max_queue = 3};
+  r.admission = {.kv_block_budget = false, .max_queue = 3, .max_request_tokens = 4096};
+  spec.metrics.interval_seconds = 15;
   r.default_prompt_tokens = 100;
   r.default_expected_tokens = 20;
   const auto o = RoutingOptions(spec);
@@ -51,6 +52,8 @@ TEST(RoutingOptionsTest, MapsEveryFieldOfTheRoutingSpec) {
   EXPECT_EQ(o.prefix_load_margin, 0.5);
   EXPECT_FALSE(o.kv_block_budget);
   EXPECT_EQ(o.max_queue, 3U);
+  EXPECT_EQ(o.max_request_tokens, 4096);
+  EXPECT_EQ(o.hold, std::chrono::seconds(15)) << "one scrape interval";
   EXPECT_EQ(o.default_prompt_tokens, 100);
   EXPECT_EQ(o.default_expected_tokens, 20);
   EXPECT_FALSE(o.wait_without_workers);  // no autoscaler: an empty pool cannot get a worker

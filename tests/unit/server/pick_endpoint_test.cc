@@ -247,6 +247,19 @@ TEST_F(PickEndpointTest, ARequestLargerThanTheLargestWorkerIs400NamingBothNumber
   EXPECT_EQ(pool_->Waiting(), 0U) << "answered at once, never queued";
 }
 
+TEST_F(PickEndpointTest, ARequestOverThePoolsMaxRequestTokensIs400NamingTheBound) {
+  Restart();
+  routing::PoolState::Options options = DefaultOptions();
+  options.max_request_tokens = 1000;
+  Start(options);
+  const auto response =
+      Fetch(Post(R"({"pool":"prod/chat","prompt_tokens":900,"expected_tokens":200})"));
+  EXPECT_EQ(response->status, 400);
+  EXPECT_THAT(response->body,
+              HasSubstr("the request asks for 1100 tokens (prompt plus expected), more than pool "
+                        "prod/chat allows (routing.admission.maxRequestTokens: 1000)"));
+}
+
 TEST_F(PickEndpointTest, APickWithNoRoomWaitsWithoutAThreadAndIsAnsweredWhenRoomAppears) {
   Restart();
   // One I/O thread: if a waiting pick held it, nothing else would be served.
