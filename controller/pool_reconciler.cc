@@ -31,10 +31,6 @@ std::chrono::nanoseconds Sooner(std::chrono::nanoseconds a, std::chrono::nanosec
   return std::min(a, b);
 }
 
-std::chrono::seconds MetricsInterval(const api::InferencePoolSpec& spec) {
-  return std::chrono::seconds(std::max(1, spec.metrics.interval_seconds));
-}
-
 }  // namespace
 
 kube::ObjectReference PoolReference(const api::InferencePool& pool) {
@@ -186,7 +182,7 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   if (!result || workers->workers.empty() || !kube::MayWrite(options_.fence)) return result;
   // Weights follow the loads: weigh again after the next scrape round at the latest (not once
   // the Lease is lost: a leader again reconciles every pool).
-  result->requeue_after = Sooner(result->requeue_after, MetricsInterval(pool.spec));
+  result->requeue_after = Sooner(result->requeue_after, pool.spec.metrics.Interval());
   return result;
 }
 
@@ -221,7 +217,7 @@ std::vector<routing::Worker> PoolReconciler::Weigh(
   }
   const std::lock_guard lock(mu_);
   PoolRecord& record = records_[key];
-  if (!record.keeper) record.keeper.emplace(MetricsInterval(pool.spec));
+  if (!record.keeper) record.keeper.emplace(pool.spec.metrics.Interval());
   return WeighWorkers(pool.spec, workers, observed, grid_g_per_kwh, *record.keeper, clock_.Now());
 }
 

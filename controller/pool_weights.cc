@@ -41,7 +41,7 @@ std::vector<routing::Worker> WeighWorkers(
   std::vector<routing::WorkerKey> keys;
   keys.reserve(listed.size());
   for (const routing::Worker& w : listed) keys.push_back(w.key);
-  keeper.set_scrape_interval(std::chrono::seconds(std::max(1, spec.metrics.interval_seconds)));
+  keeper.set_scrape_interval(spec.metrics.Interval());
   const std::vector<std::int32_t> computed = routing::ComputeWeights(spec.routing.strategy, loads);
   const std::vector<std::int32_t> kept = keeper.Keep(keys, loads, computed, now);
   for (std::size_t i = 0; i < listed.size(); ++i) listed[i].weight = kept[i];

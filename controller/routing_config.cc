@@ -40,7 +40,7 @@ routing::PoolState::Options RoutingOptions(const api::InferencePoolSpec& spec) {
       .max_request_tokens = r.admission.max_request_tokens,
       // A pick that cannot fit holds its model's later picks for one scrape: the time room takes
       // to show.
-      .hold = std::chrono::seconds(std::max(1, spec.metrics.interval_seconds)),
+      .hold = spec.metrics.Interval(),
       .wait_without_workers = spec.autoscaling.enabled &&
                               spec.autoscaling.mode == api::ScalingMode::kApply &&
                               spec.autoscaling.max_replicas.value_or(0) >= 1,

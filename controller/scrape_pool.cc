@@ -31,7 +31,7 @@ ScrapePool ScrapePoolOf(const api::InferencePool& pool, const PoolMembers& membe
   ScrapePool out{.key = pool.ns + "/" + pool.name,
                  .engine = pool.spec.engine,
                  .path = m.path.empty() ? "/metrics" : m.path,
-                 .interval = std::chrono::seconds(std::max(1, m.interval_seconds)),
+                 .interval = m.Interval(),
                  .timeout = std::chrono::seconds(std::max(1, m.timeout_seconds)),
                  .access = m.access,
                  .energy_source = pool.spec.energy.source,

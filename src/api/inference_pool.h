@@ -12,6 +12,8 @@
 // defaults.h.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -79,6 +81,12 @@ struct MetricsSpec {
   std::int32_t timeout_seconds = 0;
   MetricsAccess access = MetricsAccess::kDirect;
   MetricNames names;
+
+  // How often each worker is scraped: intervalSeconds, at least a second (an unset one, 0, reads
+  // as 1).
+  std::chrono::seconds Interval() const {
+    return std::chrono::seconds(std::max(1, interval_seconds));
+  }
 };
 
 struct ScaleTargetRef {
