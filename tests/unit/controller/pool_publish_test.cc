@@ -124,7 +124,8 @@ class PoolPublishTest : public ::testing::Test {
   FakeClient client_;
   FakeEvents events_;
   routing::SessionBudget budget_{100'000};
-  routing::PoolDirectory directory_{budget_};
+  routing::PrefixBudget prefix_budget_;
+  routing::PoolDirectory directory_{budget_, prefix_budget_};
   SummaryScrapePools scrape_;
   FakeGrid grid_;
   PoolReconciler reconciler_{store_,
