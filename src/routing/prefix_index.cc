@@ -9,8 +9,6 @@ namespace eoc::routing {
 namespace {
 
 constexpr std::size_t kMinBlocksPerShard = 64;
-// Tries to find a unit for one new block: the second after a unit was freed for it.
-constexpr int kUnitAttempts = 2;
 
 }  // namespace
 
@@ -69,55 +67,66 @@ void PrefixIndex::Record(std::span<const BlockHash> blocks, WorkerKey worker) {
   if (worker == 0) return;
   blocks = blocks.first(std::min(blocks.size(), kMaxPrefixBlocks));
   // Deepest first, so that the prompt's first blocks end up the most recently used.
-  for (std::size_t i = blocks.size(); i-- > 0;) RecordBlock(blocks[i], worker);
-}
-
-void PrefixIndex::RecordBlock(BlockHash block, WorkerKey worker) {
-  const auto slot = shards_.SlotOf(block);
-  Shard& shard = shards_.At(slot.shard);
-  for (int attempt = 0; attempt < kUnitAttempts; ++attempt) {
-    const bool last = attempt + 1 == kUnitAttempts;
-    bool below_share = false;
+  for (std::size_t i = blocks.size(); i-- > 0;) {
+    const auto slot = shards_.SlotOf(blocks[i]);
+    Shard& shard = shards_.At(slot.shard);
+    Unit unit = Unit::kNone;
     {
       const std::lock_guard lock(shard.mu);
-      // Under the lock: Detach empties the shard after the flag.
-      if (shard.map.Capacity() == 0 || detached_.load(std::memory_order_relaxed)) return;
-      if (Holders* holders = shard.map.Touch(slot.key)) {
-        // Move `worker` to the front: shift down the ones before it (or all, dropping the last).
-        std::size_t at = 0;
-        while (at + 1 < holders->size() && (*holders)[at] != worker) ++at;
-        const std::span<WorkerKey> moved(holders->data(), at + 1);
-        std::move_backward(moved.begin(), moved.end() - 1, moved.end());
-        holders->front() = worker;
-        return;
-      }
-      const Holders fresh{worker};
-      if (!shard.map.Full() && budget_.units_.TryAcquire()) {
-        shard.map.Insert(slot.key, fresh);
-        held_.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      // The shard is at its part of the bound, or the budget is spent.
-      below_share = !shard.map.Full() && held_.load(std::memory_order_relaxed) < Share();
-      if (!shard.map.Empty() && (!below_share || last)) {
-        // The shard's least recently used block gives its place (and its unit) to the new one:
-        // at the bound, at or over the share, and below it when no unit came on the first try.
-        shard.map.PopOldest();
-        shard.map.Insert(slot.key, fresh);
-        return;
-      }
-      if (last) return;  // no unit found for it, and nothing of this shard's to replace
+      if (TouchLocked(shard, slot.key, worker)) continue;
+      unit = InsertLocked(shard, slot.key, worker, /*last=*/false);
     }
-    // With this shard's lock released (no thread holds two shard locks, nor one while it locks
-    // the budget): below its share, a unit from the index furthest over its own; at or over it
-    // (this shard empty), from one of this index's other shards. Then once more: another thread
-    // may take the unit first, or none was found.
-    if (below_share) {
-      budget_.ReclaimFromFurthestOver();
-    } else {
-      EvictOldest(slot.shard);
-    }
+    if (unit != Unit::kNone) RecordAfterFreeing(slot, worker, unit);
   }
+}
+
+bool PrefixIndex::TouchLocked(Shard& shard, std::uint64_t key, WorkerKey worker) {
+  // Under the lock: Detach empties the shard after the flag.
+  if (shard.map.Capacity() == 0 || detached_.load(std::memory_order_relaxed)) return true;
+  Holders* holders = shard.map.Touch(key);
+  if (holders == nullptr) return false;
+  // Move `worker` to the front: shift down the ones before it (or all, dropping the last).
+  std::size_t at = 0;
+  while (at + 1 < holders->size() && (*holders)[at] != worker) ++at;
+  const std::span<WorkerKey> moved(holders->data(), at + 1);
+  std::move_backward(moved.begin(), moved.end() - 1, moved.end());
+  holders->front() = worker;
+  return true;
+}
+
+PrefixIndex::Unit PrefixIndex::InsertLocked(Shard& shard, std::uint64_t key, WorkerKey worker,
+                                            bool last) {
+  if (!shard.map.Full() && budget_.units_.TryAcquire()) {
+    shard.map.Insert(key, Holders{worker});
+    held_.fetch_add(1, std::memory_order_relaxed);
+    return Unit::kNone;
+  }
+  // The shard is at its part of the bound, or the budget is spent.
+  const bool below_share = !shard.map.Full() && held_.load(std::memory_order_relaxed) < Share();
+  if (!shard.map.Empty() && (!below_share || last)) {
+    // The shard's least recently used block gives its place (and its unit) to the new one: at
+    // the bound, at or over the share, and below it when freeing a unit did not bring one.
+    shard.map.PopOldest();
+    shard.map.Insert(key, Holders{worker});
+    return Unit::kNone;
+  }
+  if (last) return Unit::kNone;  // no unit for it, and nothing of this shard's to replace
+  return below_share ? Unit::kFromFurthestOver : Unit::kFromOwnShards;
+}
+
+void PrefixIndex::RecordAfterFreeing(const Shards::Slot& slot, WorkerKey worker, Unit unit) {
+  // With the shard's lock released: no thread holds two shard locks, nor one while it locks the
+  // budget.
+  if (unit == Unit::kFromFurthestOver) {
+    budget_.ReclaimFromFurthestOver();
+  } else {
+    EvictOldest(slot.shard);
+  }
+  // Once more, whatever that freed: another thread may have taken the unit first, or recorded
+  // the block.
+  Shard& shard = shards_.At(slot.shard);
+  const std::lock_guard lock(shard.mu);
+  if (!TouchLocked(shard, slot.key, worker)) InsertLocked(shard, slot.key, worker, /*last=*/true);
 }
 
 bool PrefixIndex::EvictOldest(std::size_t except) {

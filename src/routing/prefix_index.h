@@ -36,12 +36,14 @@
 // So an index within its share is never evicted by another: one pool's traffic cannot flush a
 // quiet pool's share, and only blocks held past a share are taken across pools. "Least recently
 // used across pools" is approximated so: the index furthest over its share gives back its
-// oldest block (the oldest of one of its shards, taken in turn). Units another thread takes in
-// between are retried once; past that, a new block replaces the shard's own oldest, or, in an
-// empty shard, is not recorded (the index is a hint). Finding the index furthest over is
-// O(indexes), under the budget's lock, and happens only when the budget is spent and a pool is
-// below its share; a block the index holds already, and a new one while units are left, cost
-// one atomic operation on the budget at most.
+// oldest block (the oldest of one of its shards, taken in turn). A unit is freed with the
+// recording shard's lock released (no thread holds two shard locks, nor one while it locks the
+// budget), so another thread may take it first: the block then tries once more, and past that
+// replaces its shard's own oldest, or, in an empty shard, is not recorded (the index is a hint).
+// Costs: a block the index holds already, nothing more than before the budget; a new one while
+// units are left, a compare-and-swap on the budget and an increment of the index's count; the
+// search for the index furthest over, O(indexes) under the budget's lock, only when the budget is
+// spent and the index is below its share.
 //
 // Memory: 48 bytes of node and 6 to 12 bytes of index per block, plus per-shard overheads:
 // about 56 bytes per block at 1,000,000 blocks (measured by prefix_index_test).
@@ -51,6 +53,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -109,8 +112,8 @@ class PrefixIndex {
   static constexpr std::size_t kWorkersPerBlock = 4;
 
   struct Options {
-    // At most this many blocks in the index (a pool's `prefixAffinity.maxBlocks`). 0: the index
-    // records nothing.
+    // At most this many blocks in the index (a pool's `prefixAffinity.maxBlocks`), and at most
+    // the budget's limit. 0: the index records nothing.
     std::size_t max_blocks = 1'000'000;
     // Shards (rounded up to a power of two, at most 1024 and at most max_blocks). 0: chosen from
     // max_blocks, 64 for large indexes, fewer for small ones so each keeps at least 64 blocks.
@@ -169,8 +172,17 @@ class PrefixIndex {
 
   // The workers recorded for `block`; false if it is not in the index.
   bool HoldersOf(BlockHash block, Holders& out) const;
-  // Records one block; see Record.
-  void RecordBlock(BlockHash block, WorkerKey worker);
+  // Under `shard`'s lock: makes the block the most recently used, with `worker` first among its
+  // holders; false if the index does not hold it (true too when the index records nothing).
+  bool TouchLocked(Shard& shard, std::uint64_t key, WorkerKey worker);
+  // Where a new block's unit is to come from, when the budget had none left for it.
+  enum class Unit { kNone, kFromFurthestOver, kFromOwnShards };
+  // Under `shard`'s lock: inserts a block the index does not hold if it can without freeing a
+  // unit elsewhere (see the budget above), and says kNone; else says where the unit is to come
+  // from. When `last`, always kNone: the block is then not recorded if it could not be.
+  Unit InsertLocked(Shard& shard, std::uint64_t key, WorkerKey worker, bool last);
+  // Frees a unit as `unit` says, then records the block if it can (the second and last try).
+  void RecordAfterFreeing(const Shards::Slot& slot, WorkerKey worker, Unit unit);
   // Evicts the least recently used block of one non-empty shard other than `except` (the shards
   // taken in turn), giving its unit back to the budget. False if there is none. Locks one shard
   // at a time; a caller must hold none.
