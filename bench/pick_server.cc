@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
 
   const eoc::Clock& clock = eoc::RealClock();
   eoc::routing::SessionBudget budget(4'000'000);
-  eoc::routing::PoolDirectory directory(budget);
+  eoc::routing::PrefixBudget prefix_budget;
+  eoc::routing::PoolDirectory directory(budget, prefix_budget);
   const auto pool = directory.Configure("bench/chat", {}, clock.Now());
   eoc::server::PickPools pools;
   pools.Set("bench/chat", pool, {});

@@ -74,6 +74,8 @@ constexpr std::int64_t kKvBlocks = 1'000'000'000'000;
 constexpr std::uint64_t kSeed = 20261130;
 
 constexpr std::size_t kBoundSessions = 100'000;
+// The prefix indexes' budget, as the controller's --max-prefix-blocks-total gives by default.
+constexpr std::size_t kPrefixBlocksTotal = 4'000'000;
 constexpr std::size_t kPromptBlocks = 64;
 constexpr std::size_t kSharedBlocks = 32;  // the blocks the prompts of a group share
 constexpr std::size_t kPromptGroups = 100;
@@ -118,7 +120,7 @@ routing::Load LoadOf(std::size_t index) {
 // threads start and dropped by TearDown after they end, so that every thread picks from it.
 struct Fixture {
   Fixture(std::size_t workers, Strategy strategy)
-      : pool(routing::PoolState::Options{}, budget), keys(workers) {
+      : pool(routing::PoolState::Options{}, budget, prefix_budget), keys(workers) {
     auto snapshot = routing::PoolSnapshot::Build(MakeWorkers(workers), /*generation=*/1, strategy);
     for (std::size_t i = 0; i < workers; ++i) keys[i] = snapshot->worker(i).key;
     pool.SetSnapshot(std::move(snapshot), now);
@@ -133,6 +135,7 @@ struct Fixture {
 
   const TimePoint now = std::chrono::steady_clock::now();
   routing::SessionBudget budget;
+  routing::PrefixBudget prefix_budget{kPrefixBlocksTotal};
   routing::PoolState pool;
   std::vector<routing::WorkerKey> keys;                  // by worker index
   std::vector<routing::SessionHash> sessions;            // BM_SessionHit's, bound
@@ -332,7 +335,8 @@ void BM_PrefixPick(benchmark::State& state) {
 
 void BM_PrefixIndexMiss(benchmark::State& state) {
   const auto length = static_cast<std::size_t>(state.range(0));
-  routing::PrefixIndex index(routing::PrefixIndex::Options{.max_blocks = 1'000'000});
+  routing::PrefixBudget budget(kPrefixBlocksTotal);
+  routing::PrefixIndex index(routing::PrefixIndex::Options{.max_blocks = 1'000'000}, budget);
   std::vector<routing::BlockHash> blocks(kPromptBlocks);
   // 15,000 prompts of 64 distinct blocks: 960,000 blocks, within the bound.
   for (std::size_t prompt = 0; prompt < 15'000; ++prompt) {
@@ -374,11 +378,12 @@ void BM_SessionTableMemory(benchmark::State& state) {
 
 void BM_PrefixIndexMemory(benchmark::State& state) {
   const auto count = static_cast<std::size_t>(state.range(0));
+  routing::PrefixBudget budget(kPrefixBlocksTotal);
   std::optional<routing::PrefixIndex> index;
   std::vector<routing::BlockHash> blocks(kPromptBlocks);
   const double resident_before = ResidentBytes();
   for ([[maybe_unused]] auto _ : state) {
-    index.emplace(routing::PrefixIndex::Options{.max_blocks = count});
+    index.emplace(routing::PrefixIndex::Options{.max_blocks = count}, budget);
     // Prompts of 64 distinct blocks, sent to 1,000 workers in turn.
     const auto record = [&](std::size_t prompt) {
       for (std::size_t k = 0; k < kPromptBlocks; ++k) {
@@ -399,7 +404,8 @@ void BM_PrefixIndexMemory(benchmark::State& state) {
 // A directory of state.range(0) pools, "ns-K/pool-K", shared by the threads of a run.
 struct Directory {
   routing::SessionBudget budget;
-  routing::PoolDirectory pools{budget};
+  routing::PrefixBudget prefix_budget;
+  routing::PoolDirectory pools{budget, prefix_budget};
   std::vector<std::string> keys;
 };
 std::unique_ptr<Directory> directory;

@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
   const auto pod = [](int i) { return "bench/w-" + std::to_string(i); };
   eoc::controller::DirectFetcher fetcher({.max_in_flight = in_flight});
   eoc::routing::SessionBudget budget(4'000'000);
-  eoc::routing::PoolDirectory directory(budget);
+  eoc::routing::PrefixBudget prefix_budget;
+  eoc::routing::PoolDirectory directory(budget, prefix_budget);
   eoc::telemetry::Metrics metrics;
   eoc::controller::ScrapeMetrics scrape_metrics(metrics.registry());
   eoc::controller::ScrapeLoop loop({.direct = &fetcher},

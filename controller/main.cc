@@ -71,6 +71,7 @@ struct Flags {
   std::size_t pick_max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
   int pick_idle_timeout_seconds = 60;
   std::size_t max_sessions_total = 4'000'000;
+  std::size_t max_prefix_blocks_total = 4'000'000;
   int autoscaler_tick_ms = 1000;
   std::string pod_deletion_cost = "auto";
   int fd_reserve = 1024;
@@ -145,7 +146,8 @@ int Run(const Flags& flags) {
   // scrape loop. Every replica scrapes every worker of every pool (each needs live load for its
   // own picks), through the fetcher its spec.metrics.access names.
   eoc::routing::SessionBudget session_budget(flags.max_sessions_total);
-  eoc::routing::PoolDirectory directory(session_budget);
+  eoc::routing::PrefixBudget prefix_budget(flags.max_prefix_blocks_total);
+  eoc::routing::PoolDirectory directory(session_budget, prefix_budget);
   eoc::server::PickPools pick_pools;  // the pick endpoint's: each pool's state and HTTP settings
   eoc::controller::DirectFetcher direct_fetcher(
       {.max_in_flight = static_cast<std::size_t>(flags.scrape_max_in_flight)});
@@ -407,6 +409,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-sessions-total", f.max_sessions_total,
                  "session bindings of all pools together (each pool also has its maxSessions)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))
+      ->capture_default_str();
+  app.add_option("--max-prefix-blocks-total", f.max_prefix_blocks_total,
+                 "prompt-prefix blocks of all pools' prefix indexes together, about 56 bytes "
+                 "each; each pool keeps min(its maxBlocks, this / pools) (PrefixIndexClamped)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))
       ->capture_default_str();
   app.add_option("--autoscaler-tick-ms", f.autoscaler_tick_ms,

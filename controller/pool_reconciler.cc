@@ -169,6 +169,12 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers),
                       .exporter_refused = std::move(exporter_refused)};
   if (pool.spec.carbon.has_source()) inputs.carbon = grid;
+  if (options_.directory != nullptr) {
+    const auto state = options_.directory->Find(key);
+    if (const auto index = state ? state->prefix_index() : nullptr) {
+      inputs.prefix_share = index->Share();
+    }
+  }
   if (options_.scaling != nullptr) inputs.scaling = options_.scaling->Report(key);
   if (options_.scrape != nullptr) {
     // Before a first scrape has finished, every worker would count as unavailable.

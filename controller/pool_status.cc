@@ -55,6 +55,19 @@ std::string ExporterRefusedNote(const std::string& refused) {
   return "; spec.energy.exporter is not watched: " + refused;
 }
 
+// "; the prefix index is clamped to its share ..."; "" when maxBlocks is within the share, or
+// the pool has no index.
+std::string PrefixClampedNote(const api::PrefixAffinitySpec& spec,
+                              const std::optional<std::size_t>& share) {
+  if (!share || spec.max_blocks <= 0 || static_cast<std::size_t>(spec.max_blocks) <= *share) {
+    return "";
+  }
+  return "; the prefix index is clamped to its share of --max-prefix-blocks-total, " +
+         std::to_string(*share) +
+         " blocks (spec.routing.prefixAffinity.maxBlocks: " + std::to_string(spec.max_blocks) +
+         "): it holds more only while other pools leave the budget unused";
+}
+
 std::string WorkerCount(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " worker is ready" : " workers are ready");
 }
@@ -177,7 +190,8 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
     next.routing = BuildRoutingTable(pool.spec, workers, pool.status.routing);
   }
   const std::string notes =
-      MissingProfilesNote(inputs.missing_profiles) + ExporterRefusedNote(inputs.exporter_refused);
+      MissingProfilesNote(inputs.missing_profiles) + ExporterRefusedNote(inputs.exporter_refused) +
+      PrefixClampedNote(pool.spec.routing.prefix_affinity, inputs.prefix_share);
   if (workers.empty()) {
     api::SetCondition(conditions,
                       Make(api::kConditionReady, "False", reasons::kNoReadyWorkers,
@@ -192,8 +206,9 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
              gen),
         now);
   } else if (!notes.empty()) {
-    const char* reason =
-        inputs.missing_profiles.empty() ? reasons::kNamespaceLimit : reasons::kEnergyProfileMissing;
+    const char* reason = !inputs.missing_profiles.empty()   ? reasons::kEnergyProfileMissing
+                         : !inputs.exporter_refused.empty() ? reasons::kNamespaceLimit
+                                                            : reasons::kPrefixIndexClamped;
     api::SetCondition(
         conditions,
         Make(api::kConditionReady, "True", reason, WorkerCount(workers.size()) + notes, gen), now);

@@ -39,6 +39,7 @@ inline constexpr const char* kZonesUnknown = "ZonesUnknown";
 inline constexpr const char* kZonesPending = "Pending";
 inline constexpr const char* kNoZones = "NoZones";
 inline constexpr const char* kNamespaceLimit = "NamespaceLimit";
+inline constexpr const char* kPrefixIndexClamped = "PrefixIndexClamped";
 }  // namespace reasons
 
 // The MetricsAvailable condition for `summary`:
@@ -98,6 +99,9 @@ struct StatusInputs {
   std::optional<carbon::ZoneReadings> carbon;
   // Why spec.energy.exporter is not watched (its namespace is at a cap); empty when it is.
   std::string exporter_refused;
+  // The guaranteed share of the pool's prefix index in the global budget
+  // (routing::PrefixIndex::Share); nullopt while the pool has none (prefix affinity off).
+  std::optional<std::size_t> prefix_share;
   // What the autoscaler reports of the pool (ScalingActive, desiredReplicas, lastScaleTime);
   // nullopt while it has not ticked for the pool (or does not run).
   std::optional<ScalingReport> scaling;
@@ -112,7 +116,9 @@ struct StatusInputs {
 // reason EnergyProfileMissing (RoutingTableTruncated wins the reason; the message says both),
 // naming the first few accelerators and how many more. An exporter not watched
 // (inputs.exporter_refused) leaves Ready True too, with the reason NamespaceLimit when no other
-// reason above applies, and its message says why.
+// reason above applies, and its message says why. So does a prefix index clamped to its share of
+// the global budget (spec maxBlocks over inputs.prefix_share): PrefixIndexClamped, last, with
+// both numbers.
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
                                        const std::vector<routing::Worker>& workers,
                                        const std::string& now, const StatusInputs& inputs = {});

@@ -136,7 +136,8 @@ class Run {
   std::vector<RequestState> requests_;
 
   routing::SessionBudget budget_{4'000'000};
-  routing::PoolDirectory directory_{budget_};
+  routing::PrefixBudget prefix_budget_{4'000'000};
+  routing::PoolDirectory directory_{budget_, prefix_budget_};
   std::shared_ptr<routing::PoolState> state_;
   routing::WeightKeeper keeper_;
   SteadyTime published_at_;

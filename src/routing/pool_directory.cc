@@ -19,14 +19,15 @@ void CheckKey(std::string_view key) {
 
 }  // namespace
 
-PoolDirectory::PoolDirectory(SessionBudget& budget, std::size_t max_pools)
-    : budget_(budget), max_pools_(max_pools) {
+PoolDirectory::PoolDirectory(SessionBudget& budget, PrefixBudget& prefix_budget,
+                             std::size_t max_pools)
+    : budget_(budget), prefix_budget_(prefix_budget), max_pools_(max_pools) {
   pools_.Store(std::make_shared<const Map>());
 }
 
 PoolDirectory::~PoolDirectory() {
-  // Threads' caches may keep the map, and so the states, past the directory and the session
-  // budget: retire them now, so that none touches the budget later.
+  // Threads' caches may keep the map, and so the states, past the directory and the budgets:
+  // retire them now, so that none touches a budget later.
   for (const auto& [key, state] : *pools_.LoadLocked()) state->Retire();
 }
 
@@ -53,7 +54,7 @@ std::shared_ptr<PoolState> PoolDirectory::Configure(std::string_view key,
                                 " pools, cannot add " + Quoted(key));
       }
       auto next = std::make_shared<Map>(*pools);
-      state = std::make_shared<PoolState>(options, budget_);
+      state = std::make_shared<PoolState>(options, budget_, prefix_budget_);
       next->emplace(std::string(key), state);
       pools_.Store(std::move(next));
       return state;

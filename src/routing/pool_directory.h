@@ -5,7 +5,8 @@
 // API or of Kubernetes. Pure: no I/O.
 //
 //   eoc::routing::SessionBudget budget(4'000'000);            // --max-sessions-total
-//   eoc::routing::PoolDirectory pools(budget);
+//   eoc::routing::PrefixBudget prefix_budget(4'000'000);      // --max-prefix-blocks-total
+//   eoc::routing::PoolDirectory pools(budget, prefix_budget);
 //   // the controller, when a pool comes or its spec.routing changes (reconfigured in place):
 //   std::shared_ptr<PoolState> state = pools.Configure("prod/chat", options, now);
 //   state->SetSnapshot(PoolSnapshot::Build(workers, generation, strategy), now);
@@ -30,6 +31,7 @@
 
 #include "common/text.h"
 #include "routing/pool_state.h"
+#include "routing/prefix_index.h"
 #include "routing/published.h"
 #include "routing/session_table.h"
 
@@ -44,10 +46,11 @@ class PoolDirectory {
   // A namespace (63 bytes), "/", a name (253).
   static constexpr std::size_t kMaxKeyBytes = 63 + 1 + 253;
 
-  // `budget` (the sessions of every pool together) must outlive the directory. At most
-  // `max_pools` pools (a change copies the map: O(pools), so N pools cost O(N^2) to add, about
-  // 0.1 s at 1,000).
-  explicit PoolDirectory(SessionBudget& budget, std::size_t max_pools = kMaxPools);
+  // `budget` (the sessions of every pool together) and `prefix_budget` (their prefix blocks) must
+  // outlive the directory. At most `max_pools` pools (a change copies the map: O(pools), so N
+  // pools cost O(N^2) to add, about 0.1 s at 1,000).
+  PoolDirectory(SessionBudget& budget, PrefixBudget& prefix_budget,
+                std::size_t max_pools = kMaxPools);
   // Retires every pool (their waiting picks answer kUnavailable).
   ~PoolDirectory();
   PoolDirectory(const PoolDirectory&) = delete;
@@ -76,6 +79,7 @@ class PoolDirectory {
   using Map = StringMap<std::shared_ptr<PoolState>>;
 
   SessionBudget& budget_;
+  PrefixBudget& prefix_budget_;
   const std::size_t max_pools_;
   std::mutex write_mu_;  // serialises Configure and Remove
   Published<Map> pools_;

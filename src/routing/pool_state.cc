@@ -59,19 +59,21 @@ struct alignas(64) PoolState::View {
   }
 };
 
-PoolState::PoolState(const Options& options, SessionBudget& budget)
-    : budget_(budget), waiting_(options.max_queue) {
+PoolState::PoolState(const Options& options, SessionBudget& budget, PrefixBudget& prefix_budget)
+    : budget_(budget), prefix_budget_(prefix_budget), waiting_(options.max_queue) {
   View view{.options = options};
   if (options.session_affinity) {
     view.sessions = std::make_shared<SessionTable>(options.sessions, budget_);
   }
-  if (options.prefix_affinity) view.prefix = std::make_shared<PrefixIndex>(options.prefix);
+  if (options.prefix_affinity) {
+    view.prefix = std::make_shared<PrefixIndex>(options.prefix, prefix_budget_);
+  }
   const std::lock_guard lock(update_mu_);
   PublishLocked(std::move(view));
 }
 
 PoolState::~PoolState() {
-  // Threads' caches may keep the last view past this state, and past the session budget.
+  // Threads' caches may keep the last view past this state, and past the budgets.
   const std::lock_guard lock(update_mu_);
   DetachTablesLocked();
 }
@@ -79,7 +81,7 @@ PoolState::~PoolState() {
 void PoolState::DetachTablesLocked() {
   const ViewPtr view = view_.LoadLocked();
   if (view->sessions) view->sessions->Detach();
-  if (view->prefix) view->prefix->Clear();
+  if (view->prefix) view->prefix->Detach();
 }
 
 const PoolState::ViewPtr& PoolState::LoadView() const { return view_.Load(); }
@@ -186,11 +188,11 @@ void PoolState::Reconfigure(const Options& options, TimePoint now) {
     const bool same_blocks =
         options.block_size_tokens == before.block_size_tokens && options.prefix == before.prefix;
     if (next.prefix && (!options.prefix_affinity || !same_blocks)) {
-      next.prefix->Clear();  // its memory back now, not with the last view
+      next.prefix->Detach();  // its budget and memory back now, not with the last view
       next.prefix = nullptr;
     }
     if (options.prefix_affinity && !next.prefix) {
-      next.prefix = std::make_shared<PrefixIndex>(options.prefix);
+      next.prefix = std::make_shared<PrefixIndex>(options.prefix, prefix_budget_);
     }
     waiting_.SetMaxSize(options.max_queue);
     next.options = options;
@@ -211,7 +213,7 @@ void PoolState::Retire() {
   {
     const std::lock_guard lock(update_mu_);
     closed = waiting_.Close();
-    // Its sessions' budget and its memory back now: threads' caches may keep the view a while.
+    // Its tables' budgets and memory back now: threads' caches may keep the view a while.
     DetachTablesLocked();
   }
   WaitingPicks::Answer(closed, PickStatus::kUnavailable);

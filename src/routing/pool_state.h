@@ -5,7 +5,8 @@
 // choice and says why. Pure: no I/O, time comes in as arguments, randomness from the caller.
 //
 //   eoc::routing::SessionBudget budget(4'000'000);             // --max-sessions-total
-//   eoc::routing::PoolState pool(options, budget);
+//   eoc::routing::PrefixBudget prefix_budget(4'000'000);       // --max-prefix-blocks-total
+//   eoc::routing::PoolState pool(options, budget, prefix_budget);
 //   pool.SetSnapshot(PoolSnapshot::Build(workers, generation, strategy), now);  // each generation
 //   pool.ObserveLoad(worker_key, load, now);                    // each scrape of a worker
 //   // or, for a scrape that takes a while, keeping the picks made while it was in flight:
@@ -167,8 +168,9 @@ class PoolState {
     bool refused = false;
   };
 
-  // `budget` (the global session limit) must outlive the state.
-  PoolState(const Options& options, SessionBudget& budget);
+  // `budget` (the global session limit) and `prefix_budget` (the prefix indexes') must outlive
+  // the state.
+  PoolState(const Options& options, SessionBudget& budget, PrefixBudget& prefix_budget);
   ~PoolState();
   PoolState(const PoolState&) = delete;
   PoolState& operator=(const PoolState&) = delete;
@@ -186,8 +188,8 @@ class PoolState {
   void Reconfigure(const Options& options, TimePoint now);
 
   // The pool is gone: its waiting picks answer kUnavailable now, and new picks that find no room
-  // answer so too (until a SetSnapshot, which a retired pool does not get); its sessions are
-  // forgotten, their budget given back.
+  // answer so too (until a SetSnapshot, which a retired pool does not get); its sessions and
+  // prefix blocks are forgotten, their budgets given back.
   void Retire();
 
   // A scrape of one worker: its load replaces the last, and the picks and blocks this replica sent
@@ -279,6 +281,7 @@ class PoolState {
   void ReleaseWaiting(TimePoint now);
 
   SessionBudget& budget_;
+  PrefixBudget& prefix_budget_;
   Published<View> view_;
   mutable std::atomic<std::uint64_t> round_robin_{0};
 

@@ -43,39 +43,12 @@
 
 #include "routing/ids.h"
 #include "routing/sharded_lru.h"
+#include "routing/unit_budget.h"
 
 namespace eoc::routing {
 
-// How many sessions all tables together may hold. Thread-safe (one atomic counter); must outlive
-// every table that uses it.
-class SessionBudget {
- public:
-  static constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
-
-  explicit SessionBudget(std::size_t limit = kUnlimited) : limit_(limit) {}
-  SessionBudget(const SessionBudget&) = delete;
-  SessionBudget& operator=(const SessionBudget&) = delete;
-  SessionBudget(SessionBudget&&) = delete;
-  SessionBudget& operator=(SessionBudget&&) = delete;
-  ~SessionBudget() = default;
-
-  // Takes one unit if one is left.
-  bool TryAcquire() {
-    std::size_t used = used_.load(std::memory_order_relaxed);
-    do {
-      if (used >= limit_) return false;
-    } while (!used_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed));
-    return true;
-  }
-  void Release(std::size_t units) { used_.fetch_sub(units, std::memory_order_relaxed); }
-
-  std::size_t Used() const { return used_.load(std::memory_order_relaxed); }
-  std::size_t Limit() const { return limit_; }
-
- private:
-  const std::size_t limit_;
-  std::atomic<std::size_t> used_{0};
-};
+// How many sessions all tables together may hold; must outlive every table that uses it.
+using SessionBudget = UnitBudget;
 
 class SessionTable {
  public:

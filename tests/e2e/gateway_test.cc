@@ -206,7 +206,8 @@ TEST_F(GatewayTest, SharesFollowTheEngineSessionsStickAndRefusalsKeepTheirStatus
   std::map<std::string, double> expected;
   for (int run = 0; run < kRuns; ++run) {
     routing::SessionBudget budget(1000);
-    routing::PoolState state({}, budget);
+    routing::PrefixBudget prefix_budget;
+    routing::PoolState state({}, budget, prefix_budget);
     std::vector<routing::Worker> workers;
     for (const std::string& pod : {pod_a, pod_b}) {
       routing::Worker w;

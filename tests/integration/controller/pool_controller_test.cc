@@ -139,7 +139,9 @@ class PoolControllerTest : public testing::NamespacedTest {
   std::unique_ptr<kube::Client> controller_client_;
   std::unique_ptr<kube::EventRecorder> recorder_;
   routing::SessionBudget budget_;
-  routing::PoolDirectory directory_{budget_};  // declared before pools_: outlives it
+  routing::PrefixBudget prefix_budget_;
+  routing::PoolDirectory directory_{budget_,
+                                    prefix_budget_};  // declared before pools_: outlives it
   std::unique_ptr<PoolController> pools_;
 };
 

@@ -124,7 +124,8 @@ class PoolPublishTest : public ::testing::Test {
   FakeClient client_;
   FakeEvents events_;
   routing::SessionBudget budget_{100'000};
-  routing::PoolDirectory directory_{budget_};
+  routing::PrefixBudget prefix_budget_{4'000'000};
+  routing::PoolDirectory directory_{budget_, prefix_budget_};
   SummaryScrapePools scrape_;
   FakeGrid grid_;
   PoolReconciler reconciler_{store_,
@@ -281,6 +282,23 @@ TEST_F(PoolPublishTest, AnEnergyStrategyNamesTheAcceleratorsWithoutAProfile) {
 
 TEST_F(PoolPublishTest, OtherStrategiesNeedNoProfile) {
   Start(Pool("LeastBusy", json::array()), {"chat-a"});
+  EXPECT_EQ(Condition("Ready").reason, "WorkersReady");
+}
+
+// The reconcile reads the pool's share of the prefix budget from its index in the directory: a
+// maxBlocks over it is said in Ready; once another pool's index goes, the share grows back.
+TEST_F(PoolPublishTest, APrefixIndexOverItsShareOfTheBudgetIsSaidInReady) {
+  json pool = Pool("LeastBusy", json::array());
+  pool["spec"]["routing"]["prefixAffinity"] = {{"enabled", true}, {"maxBlocks", 3'000'000}};
+  std::optional<routing::PrefixIndex> other(
+      std::in_place, routing::PrefixIndex::Options{.max_blocks = 100}, prefix_budget_);
+  Start(pool, {"chat-a"});
+  EXPECT_EQ(Condition("Ready").reason, "PrefixIndexClamped");
+  EXPECT_THAT(Condition("Ready").message, HasSubstr("2000000 blocks"));
+  EXPECT_THAT(Condition("Ready").message, HasSubstr("maxBlocks: 3000000"));
+  other.reset();
+  clock_.Advance(seconds(1));
+  Step();
   EXPECT_EQ(Condition("Ready").reason, "WorkersReady");
 }
 

@@ -122,7 +122,7 @@ nlohmann::json AutoscaledPool(const nlohmann::json& autoscaling,
 
 class PoolScalerTest : public ::testing::Test {
  protected:
-  PoolScalerTest() : budget_(1000), directory_(budget_) {}
+  PoolScalerTest() : budget_(1000), directory_(budget_, prefix_budget_) {}
 
   void SetUp() override { Use(AutoscaledPool({})); }
 
@@ -205,6 +205,7 @@ class PoolScalerTest : public ::testing::Test {
 
   ManualClock clock_;
   routing::SessionBudget budget_;
+  routing::PrefixBudget prefix_budget_;
   routing::PoolDirectory directory_;
   FakeStore store_;
   FakeScales scales_;

@@ -171,6 +171,30 @@ TEST(DesiredStatusTest, AnExporterPastItsNamespacesCapIsSaidInReady) {
   EXPECT_THAT(Cond(s, "Ready").message, HasSubstr("not watched: " + why));
 }
 
+// A pool whose maxBlocks is over its share of --max-prefix-blocks-total says so in Ready, with
+// both numbers; the reason is PrefixIndexClamped unless another applies.
+TEST(DesiredStatusTest, APrefixIndexClampedToItsShareIsSaidInReady) {
+  api::InferencePool pool = Pool();
+  pool.spec.routing.prefix_affinity = {.enabled = true, .max_blocks = 100'000'000};
+  auto s = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0, {.prefix_share = 2'000'000});
+  EXPECT_EQ(Cond(s, "Ready").status, "True");
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kPrefixIndexClamped));
+  EXPECT_EQ(Cond(s, "Ready").message,
+            "1 worker is ready; the prefix index is clamped to its share of "
+            "--max-prefix-blocks-total, 2000000 blocks (spec.routing.prefixAffinity.maxBlocks: "
+            "100000000): it holds more only while other pools leave the budget unused");
+  // Another reason wins; the message says both.
+  s = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0,
+                    {.exporter_refused = "at the cap", .prefix_share = 2'000'000});
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kNamespaceLimit));
+  EXPECT_THAT(Cond(s, "Ready").message, HasSubstr("not watched: at the cap; the prefix index"));
+  // Within its share, or without an index, nothing is said.
+  s = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0, {.prefix_share = 100'000'000});
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kWorkersReady));
+  s = DesiredStatus(pool, {W("a", "10.0.0.1:8000")}, kT0);
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kWorkersReady));
+}
+
 TEST(DesiredStatusTest, AutoscalingOnIsReportedAsNotRunningYet) {
   api::InferencePool pool = Pool();
   pool.spec.autoscaling.enabled = true;

@@ -11,6 +11,7 @@ namespace eoc::controller {
 namespace {
 
 using routing::PoolDirectory;
+using routing::PrefixBudget;
 using routing::SessionBudget;
 using routing::Worker;
 
@@ -98,7 +99,8 @@ class UpdatePoolDirectoryTest : public ::testing::Test {
   }
 
   SessionBudget budget_;
-  PoolDirectory directory_{budget_};
+  PrefixBudget prefix_budget_;
+  PoolDirectory directory_{budget_, prefix_budget_};
   server::PickPools picks_;
   api::InferencePool pool_ = Pool();
   const std::vector<Worker> workers_ = {W("a"), W("b")};

@@ -83,7 +83,8 @@ class ScrapeLoopTest : public ::testing::Test {
   FakeFetcher fetcher_;
   FakeFetcher proxy_;
   routing::SessionBudget budget_;
-  routing::PoolDirectory directory_{budget_};
+  routing::PrefixBudget prefix_budget_;
+  routing::PoolDirectory directory_{budget_, prefix_budget_};
   std::shared_ptr<routing::PoolState> state_;
   telemetry::Metrics metrics_;
   ScrapeMetrics scrape_metrics_{metrics_.registry()};

@@ -22,7 +22,8 @@ const auto kNow = std::chrono::steady_clock::time_point{} + std::chrono::hours(1
 
 TEST(PoolDirectoryTest, FindsWhatTheControllerConfigured) {
   SessionBudget budget;
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget);
   EXPECT_EQ(pools.Find("prod/chat"), nullptr);
   const auto state = pools.Configure("prod/chat", {}, kNow);
   ASSERT_NE(state, nullptr);
@@ -37,7 +38,8 @@ TEST(PoolDirectoryTest, FindsWhatTheControllerConfigured) {
 
 TEST(PoolDirectoryTest, ConfiguringAgainReconfiguresTheSameStateInPlace) {
   SessionBudget budget;
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget);
   const auto state = pools.Configure("prod/chat", {}, kNow);
   state->SetSnapshot(PoolSnapshot::Build(Workers(3), 1, Strategy::kJouleWeighted), kNow);
   ASSERT_TRUE(state->TryPick({.session = SessionHashOf("alice")}, 1, kNow).picked());
@@ -52,7 +54,8 @@ TEST(PoolDirectoryTest, ConfiguringAgainReconfiguresTheSameStateInPlace) {
 
 TEST(PoolDirectoryTest, RemoveTakesThePoolOutAndAnswersItsWaitingPicks) {
   SessionBudget budget;
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget);
   const auto state = pools.Configure("prod/chat", {}, kNow);
   state->SetSnapshot(PoolSnapshot::Build(Workers(1), 1, Strategy::kJouleWeighted), kNow);
   state->ObserveLoad(
@@ -67,20 +70,29 @@ TEST(PoolDirectoryTest, RemoveTakesThePoolOutAndAnswersItsWaitingPicks) {
   EXPECT_EQ(pools.Size(), 0U);
 }
 
-TEST(PoolDirectoryTest, ARemovedPoolGivesItsSessionBudgetBack) {
+TEST(PoolDirectoryTest, ARemovedPoolGivesItsBudgetsBack) {
   SessionBudget budget(100);
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget(100);
+  PoolDirectory pools(budget, prefix_budget);
   const auto state = pools.Configure("prod/chat", {}, kNow);
   state->SetSnapshot(PoolSnapshot::Build(Workers(2), 1, Strategy::kRoundRobin), kNow);
-  ASSERT_TRUE(state->TryPick({.session = SessionHashOf("alice")}, 1, kNow).picked());
+  const std::vector<BlockHash> prompt{1, 2, 3};
+  ASSERT_TRUE(
+      state->TryPick({.session = SessionHashOf("alice"), .prefix = prompt}, 1, kNow).picked());
   EXPECT_EQ(budget.Used(), 1U);
+  EXPECT_EQ(prefix_budget.Used(), 3U);
+  EXPECT_EQ(prefix_budget.Registered(), 1U);
   pools.Remove("prod/chat");
-  EXPECT_EQ(budget.Used(), 0U);  // at once, though this thread's cache still holds the state
+  // At once, though this thread's cache still holds the state.
+  EXPECT_EQ(budget.Used(), 0U);
+  EXPECT_EQ(prefix_budget.Used(), 0U);
+  EXPECT_EQ(prefix_budget.Registered(), 0U);
 }
 
 TEST(PoolDirectoryTest, KeysAreNamespaceSlashNameAndBadOnesAreRefusedByName) {
   SessionBudget budget;
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget);
   for (const char* bad : {"", "chat", "/chat", "prod/", "prod/chat/x"}) {
     try {
       pools.Configure(bad, {}, kNow);
@@ -98,7 +110,8 @@ TEST(PoolDirectoryTest, KeysAreNamespaceSlashNameAndBadOnesAreRefusedByName) {
 
 TEST(PoolDirectoryTest, HoldsAtMostItsMaxPools) {
   SessionBudget budget;
-  PoolDirectory pools(budget, /*max_pools=*/8);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget, /*max_pools=*/8);
   for (int i = 0; i < 8; ++i) pools.Configure("ns/p" + std::to_string(i), {}, kNow);
   try {
     pools.Configure("ns/one-more", {}, kNow);
@@ -113,7 +126,8 @@ TEST(PoolDirectoryTest, HoldsAtMostItsMaxPools) {
 
 TEST(PoolDirectoryTest, AStateFoundStaysValidAfterItsPoolIsRemoved) {
   SessionBudget budget;
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget);
   pools.Configure("prod/chat", {}, kNow)
       ->SetSnapshot(PoolSnapshot::Build(Workers(2), 1, Strategy::kRoundRobin), kNow);
   const auto found = pools.Find("prod/chat");
@@ -123,7 +137,8 @@ TEST(PoolDirectoryTest, AStateFoundStaysValidAfterItsPoolIsRemoved) {
 
 TEST(PoolDirectoryTest, ReadersOnManyThreadsSeeEveryChangeWhileTheControllerWrites) {
   SessionBudget budget;
-  PoolDirectory pools(budget);
+  PrefixBudget prefix_budget;
+  PoolDirectory pools(budget, prefix_budget);
   pools.Configure("prod/stay", {}, kNow)
       ->SetSnapshot(PoolSnapshot::Build(Workers(2), 1, Strategy::kRoundRobin), kNow);
   std::atomic<bool> stop{false};

@@ -67,7 +67,7 @@ class PoolStateTest : public ::testing::Test {
 
   void Start(std::vector<Worker> workers, Strategy strategy = Strategy::kJouleWeighted,
              const PoolState::Options& options = DefaultOptions()) {
-    state_ = std::make_unique<PoolState>(options, budget_);
+    state_ = std::make_unique<PoolState>(options, budget_, prefix_budget_);
     Publish(std::move(workers), strategy);
   }
   void Publish(std::vector<Worker> workers, Strategy strategy = Strategy::kJouleWeighted) {
@@ -83,6 +83,7 @@ class PoolStateTest : public ::testing::Test {
   }
 
   SessionBudget budget_;
+  PrefixBudget prefix_budget_;
   std::unique_ptr<PoolState> state_;
   std::int64_t generation_ = 0;
   TimePoint now_ = kT0;

@@ -28,7 +28,7 @@ TEST_F(PoolStateTest, NamesReasonsAndStatuses) {
 }
 
 TEST_F(PoolStateTest, NothingIsPickedBeforeTheFirstSnapshot) {
-  PoolState state(DefaultOptions(), budget_);
+  PoolState state(DefaultOptions(), budget_, prefix_budget_);
   EXPECT_EQ(state.TryPick({}, 1, now_).status, PickStatus::kNotPublished);
   EXPECT_EQ(state.snapshot(), nullptr);
   EXPECT_FALSE(state.ObserveLoad(KeyOf(0), LoadOf(1), now_));
@@ -259,8 +259,8 @@ TEST_F(PoolStateTest, SessionsAreBoundedPerPoolAndInTotal) {
   PoolState::Options options = DefaultOptions();
   options.sessions.max_sessions = 100;
   SessionBudget total(150);
-  PoolState a(options, total);
-  PoolState b(options, total);
+  PoolState a(options, total, prefix_budget_);
+  PoolState b(options, total, prefix_budget_);
   for (PoolState* state : {&a, &b}) {
     state->SetSnapshot(PoolSnapshot::Build(Workers(4), 1, Strategy::kJouleWeighted), now_);
   }
@@ -288,7 +288,7 @@ TEST_F(PoolStateTest, SessionAffinityOffPlacesEveryTurnByTheStrategy) {
 }
 
 TEST_F(PoolStateTest, TwoReplicasPlaceNewSessionsAlike) {
-  PoolState other(DefaultOptions(), budget_);
+  PoolState other(DefaultOptions(), budget_, prefix_budget_);
   Start(Workers(20));
   std::vector<Worker> workers = Workers(20);
   for (int i = 0; i < 20; ++i) workers[i].weight = 50 * (i + 1);

@@ -29,7 +29,8 @@ auto Anyone() {
 std::vector<BlockHash> Blocks(const std::string& prompt) { return PrefixHashes("m", prompt, 1); }
 
 TEST(PrefixIndexTest, LongestMatchWins) {
-  PrefixIndex index({.max_blocks = 1000});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 1000}, budget);
   const auto shared = Blocks("sys:You are helpful.");                 // 5 blocks
   const auto longer = Blocks("sys:You are helpful.Tell me a story");  // 8 blocks, same first 5
   ASSERT_EQ(shared.size(), 5U);
@@ -55,7 +56,8 @@ TEST(PrefixIndexTest, LongestMatchWins) {
 }
 
 TEST(PrefixIndexTest, IneligibleWorkersFallBackToShorterOrOtherHolders) {
-  PrefixIndex index({.max_blocks = 1000});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 1000}, budget);
   const auto shared = Blocks("sys:You are helpful.");
   const auto longer = Blocks("sys:You are helpful.Tell me a story");
   index.Record(shared, kA);
@@ -73,7 +75,8 @@ TEST(PrefixIndexTest, IneligibleWorkersFallBackToShorterOrOtherHolders) {
 }
 
 TEST(PrefixIndexTest, KeepsTheLastWorkersOfEachBlockMostRecentFirst) {
-  PrefixIndex index({.max_blocks = 100});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 100}, budget);
   const auto blocks = Blocks("shared prefix!");
   for (const WorkerKey worker : {1, 2, 3, 4, 5, 2}) index.Record(blocks, worker);
   // Holders of the prefix now: 2, 5, 4, 3 (1 dropped out).
@@ -89,7 +92,8 @@ TEST(PrefixIndexTest, KeepsTheLastWorkersOfEachBlockMostRecentFirst) {
 }
 
 TEST(PrefixIndexTest, EvictsLeastRecentlyUsedBlocksDeepestFirst) {
-  PrefixIndex index({.max_blocks = 10, .shards = 1});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 10, .shards = 1}, budget);
   const auto first = Blocks(std::string(40, 'a'));   // 10 blocks
   const auto second = Blocks(std::string(40, 'b'));  // 10 others
   ASSERT_EQ(first.size(), 10U);
@@ -119,7 +123,8 @@ TEST(PrefixIndexTest, EvictsLeastRecentlyUsedBlocksDeepestFirst) {
 // block held, not the end of the unbroken run from the first.
 TEST(PrefixIndexTest, AShallowBlockEvictedFromItsShardDoesNotHideDeeperOnes) {
   constexpr std::size_t kShards = 2;
-  PrefixIndex index({.max_blocks = 8, .shards = kShards});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 8, .shards = kShards}, budget);
   ASSERT_EQ(index.ShardCount(), kShards);
   // Where the index keeps a block (the same layout and this process's key: 4 blocks per shard).
   const ShardedLru<char> layout(8, kShards, 1);
@@ -155,7 +160,8 @@ TEST(PrefixIndexTest, AShallowBlockEvictedFromItsShardDoesNotHideDeeperOnes) {
 }
 
 TEST(PrefixIndexTest, ShardedIndexKeepsItsBound) {
-  PrefixIndex index({.max_blocks = 5000});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 5000}, budget);
   EXPECT_GT(index.ShardCount(), 1U);
   std::mt19937_64 rng(1);
   for (int prompt = 0; prompt < 400; ++prompt) {
@@ -168,7 +174,8 @@ TEST(PrefixIndexTest, ShardedIndexKeepsItsBound) {
 }
 
 TEST(PrefixIndexTest, UsesAtMost256Blocks) {
-  PrefixIndex index({.max_blocks = 1000});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 1000}, budget);
   std::vector<BlockHash> blocks(300);
   for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i] = 1000 + i;
   index.Record(blocks, kA);
@@ -179,7 +186,8 @@ TEST(PrefixIndexTest, UsesAtMost256Blocks) {
 }
 
 TEST(PrefixIndexTest, ZeroMaxBlocksRecordsNothing) {
-  PrefixIndex index({.max_blocks = 0});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 0}, budget);
   index.Record(Blocks("abcdef"), kA);
   EXPECT_EQ(index.Size(), 0U);
   EXPECT_EQ(index.LongestMatch(Blocks("abcdef"), Anyone()), std::nullopt);
@@ -188,7 +196,8 @@ TEST(PrefixIndexTest, ZeroMaxBlocksRecordsNothing) {
 // Many threads record and match at once (run it under ThreadSanitizer too): the bound holds and
 // every match names a worker that was recorded for that prompt.
 TEST(PrefixIndexTest, ConcurrentRecordsAndMatchesKeepTheBound) {
-  PrefixIndex index({.max_blocks = 2000});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 2000}, budget);
   std::atomic<int> violations{0};
   std::vector<std::thread> threads;
   threads.reserve(8);
@@ -215,7 +224,8 @@ TEST(PrefixIndexTest, ConcurrentRecordsAndMatchesKeepTheBound) {
 }
 
 TEST(PrefixIndexTest, MemoryPerBlockAtAMillionBlocks) {
-  PrefixIndex index({.max_blocks = 1'000'000});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 1'000'000}, budget);
   std::mt19937_64 rng(3);
   std::vector<BlockHash> blocks(256);
   for (int prompt = 0; prompt < 4400; ++prompt) {  // 1,126,400 blocks recorded
@@ -236,7 +246,8 @@ TEST(PrefixIndexTest, MemoryPerBlockAtAMillionBlocks) {
 // Placed by a keyed hash, they spread over every shard.
 TEST(PrefixIndexTest, HashesCraftedToCollideSpreadOverTheShards) {
   const auto crafted = testing::CollidingKeys(4096);
-  PrefixIndex index({.max_blocks = 4096, .shards = 64});
+  PrefixBudget budget;
+  PrefixIndex index({.max_blocks = 4096, .shards = 64}, budget);
   ASSERT_EQ(index.ShardCount(), 64U);
   for (std::size_t from = 0; from < crafted.size(); from += kMaxPrefixBlocks) {
     index.Record(std::span(crafted).subspan(from, kMaxPrefixBlocks), kA);

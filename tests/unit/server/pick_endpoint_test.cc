@@ -139,7 +139,8 @@ class PickEndpointTest : public ::testing::Test {
 
   const Clock& clock_ = RealClock();
   routing::SessionBudget budget_{100'000};
-  routing::PoolDirectory directory_{budget_};
+  routing::PrefixBudget prefix_budget_;
+  routing::PoolDirectory directory_{budget_, prefix_budget_};
   PickPools pools_;
   std::shared_ptr<routing::PoolState> pool_;
   PickMetrics metrics_;

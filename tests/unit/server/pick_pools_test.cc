@@ -23,11 +23,13 @@ class PickPoolsTest : public ::testing::Test {
   }
 
   std::shared_ptr<routing::PoolState> NewState() {
-    states_.push_back(std::make_shared<routing::PoolState>(routing::PoolState::Options{}, budget_));
+    states_.push_back(std::make_shared<routing::PoolState>(routing::PoolState::Options{}, budget_,
+                                                           prefix_budget_));
     return states_.back();
   }
 
   routing::SessionBudget budget_{1000};
+  routing::PrefixBudget prefix_budget_;
   PickPools pools_;
   std::vector<std::shared_ptr<routing::PoolState>> states_;
 };
