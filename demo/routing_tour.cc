@@ -119,7 +119,7 @@ class Tour {
         strategy_(strategy),
         rng_(seed),
         seed_(seed),
-        pool_(Options(), budget_) {
+        pool_(Options(), budget_, prefix_budget_) {
     for (const Worker& w : table_) {
       pod_width_ = std::min(kMaxPodWidth, std::max(pod_width_, w.pod.size()));
       address_width_ = std::max(address_width_, w.address.size());
@@ -423,6 +423,7 @@ class Tour {
   std::mt19937_64 rng_;
   const std::uint64_t seed_;
   eoc::routing::SessionBudget budget_;
+  eoc::routing::PrefixBudget prefix_budget_;
   PoolState pool_;
   TimePoint now_ = TimePoint{} + std::chrono::hours(1);
   std::int64_t generation_ = 0;
