@@ -15,6 +15,7 @@
 #include "cli/kube_flags.h"
 #include "common/descriptors.h"
 #include "common/stop_signals.h"
+#include "controller/access_reviews.h"
 #include "controller/demand.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_controller.h"
@@ -29,6 +30,8 @@
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
 #include "routing/pool_directory.h"
+#include "server/access.h"
+#include "server/access_gate.h"
 #include "server/handlers.h"
 #include "server/pick_endpoint.h"
 #include "server/pick_metrics.h"
@@ -75,7 +78,15 @@ struct Flags {
   int autoscaler_tick_ms = 1000;
   std::string pod_deletion_cost = "auto";
   int fd_reserve = 1024;
+  std::string pick_auth = "none";
+  std::string metrics_auth = "none";
+  std::string client_cert_user_prefix = "eoc:";
+  double access_review_qps = 20;
+  int access_review_burst = 40;
 };
+
+// Whether a listener checks its callers (--pick-auth, --metrics-auth).
+bool Checks(const std::string& mode) { return mode == "kubernetes"; }
 
 // Connections each of the /metrics and probe listeners holds open at once: Prometheus and the
 // kubelet need a few.
@@ -111,9 +122,11 @@ void CheckWaitingCap(const Flags& flags) {
       ": each waiting pick holds a connection, and some must stay for picks that find room");
 }
 
+// `access`: who may read /metrics (null: anyone).
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
-                                               const eoc::telemetry::Metrics* metrics) {
+                                               const eoc::telemetry::Metrics* metrics,
+                                               eoc::server::AccessControl* access) {
   auto server = std::make_unique<eoc::server::HttpServer>(
       eoc::server::ServerOptions{.address = address, .max_connections = kProbeListenerConnections});
   if (readiness != nullptr) {
@@ -121,8 +134,12 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
     server->Handle("GET", "/readyz", eoc::server::ReadyzHandler(*readiness));
   }
   if (metrics != nullptr) {
-    server->Handle("GET", "/metrics",
-                   eoc::server::MetricsHandler([metrics] { return metrics->Serialize(); }));
+    auto handler = eoc::server::MetricsHandler([metrics] { return metrics->Serialize(); });
+    if (access != nullptr) {
+      // As controller-runtime's metrics filter: get on the non-resource URL.
+      handler = eoc::server::Guarded(*access, {.verb = "get", .path = "/metrics"}, handler);
+    }
+    server->Handle("GET", "/metrics", std::move(handler));
   }
   server->Start();
   return server;
@@ -210,12 +227,26 @@ int Run(const Flags& flags) {
   readiness.Add(
       "nodes-fresh", [&pools] { return pools.NodesFresh(); }, fresh);
 
-  // Two listeners, as controller-runtime: metrics, and the kubelet's probes.
+  // Who may pick and read /metrics: the API server's reviews, on a client of their own so that
+  // a burst of new callers does not hold up the informers' calls.
+  kube::ClientOptions review_options = flags.kube.client;
+  review_options.qps = flags.access_review_qps;
+  review_options.burst = flags.access_review_burst;
+  const auto review_client = kube::Client::Create(config, review_options);
+  eoc::controller::KubeReviewer reviewer(*review_client);
+  eoc::server::AccessControl access(reviewer, eoc::RealClock(),
+                                    {.cert_prefix = flags.client_cert_user_prefix});
+  if (Checks(flags.pick_auth) || Checks(flags.metrics_auth)) access.Start();
+  eoc::server::AccessControl* metrics_access = Checks(flags.metrics_auth) ? &access : nullptr;
+
+  // Two listeners, as controller-runtime: metrics, and the kubelet's probes (which carry no
+  // credentials: /healthz and /readyz stay open, and say nothing of tenants).
   const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
-  auto health_server =
-      Serve(flags.health_probe_bind_address, &readiness, shared ? &metrics : nullptr);
+  auto health_server = Serve(flags.health_probe_bind_address, &readiness,
+                             shared ? &metrics : nullptr, metrics_access);
   std::unique_ptr<eoc::server::HttpServer> metrics_server;
-  if (!shared) metrics_server = Serve(flags.metrics_bind_address, nullptr, &metrics);
+  if (!shared)
+    metrics_server = Serve(flags.metrics_bind_address, nullptr, &metrics, metrics_access);
 
   // The pick endpoint, on its own address and threads, routing from this replica's directory.
   eoc::server::PickMetrics pick_metrics;
@@ -223,7 +254,8 @@ int Run(const Flags& flags) {
   const eoc::server::PickEndpoint pick_endpoint(
       pick_pools, pick_metrics, eoc::RealClock(),
       {.pools_loaded = [&pools] { return pools.PoolsSynced(); },
-       .max_waiting = flags.pick_max_waiting});
+       .max_waiting = flags.pick_max_waiting,
+       .access = Checks(flags.pick_auth) ? &access : nullptr});
   eoc::server::PoolTicker ticker(directory, eoc::RealClock());
   ticker.Start();
   // Every replica reports the picks waiting in its queues, for the leader's autoscaler.
@@ -296,6 +328,7 @@ int Run(const Flags& flags) {
   scrape_loop.Stop();
   if (metrics_server) metrics_server->Stop();
   health_server->Stop();
+  access.Stop();  // after every listener that asks it
   log.Info("stopped");
   return 0;
 }
@@ -434,6 +467,32 @@ int main(int argc, char** argv) {
                  "calls and watches, the Lease and files; at start the soft open-files limit is "
                  "raised to the hard one, which must hold them all")
       ->check(CLI::Range(64, 1'000'000))
+      ->capture_default_str();
+  app.add_option("--pick-auth", f.pick_auth,
+                 "who may call the pick endpoint: none (anyone who reaches it: for local use), or "
+                 "kubernetes (a bearer token checked with a TokenReview, or a client certificate, "
+                 "and the verb on inferencepools/pick in the pool's namespace checked with a "
+                 "SubjectAccessReview: create to pick, get and delete for sessions)")
+      ->check(CLI::IsMember({"none", "kubernetes"}))
+      ->capture_default_str();
+  app.add_option("--metrics-auth", f.metrics_auth,
+                 "who may read /metrics: none, or kubernetes (a bearer token checked with a "
+                 "TokenReview, and get on the non-resource URL /metrics with a "
+                 "SubjectAccessReview, as controller-runtime's metrics filter)")
+      ->check(CLI::IsMember({"none", "kubernetes"}))
+      ->capture_default_str();
+  app.add_option("--client-cert-user-prefix", f.client_cert_user_prefix,
+                 "put before a client certificate's CN (the user) and each O (its groups), so "
+                 "that they cannot be taken for the cluster's own names; a certificate naming a "
+                 "system: user or group is refused whatever the prefix")
+      ->capture_default_str();
+  app.add_option("--access-review-qps", f.access_review_qps,
+                 "TokenReviews and SubjectAccessReviews per second at most, on a client of their "
+                 "own (answers are cached: a known caller asks none)")
+      ->check(CLI::Range(1.0, 10000.0))
+      ->capture_default_str();
+  app.add_option("--access-review-burst", f.access_review_burst, "burst of those reviews")
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   return eoc::cli::Main(app, argc, argv, f.kube, "controller", [&f] { return Run(f); });
 }

@@ -61,6 +61,15 @@ bool Pending::Answer(std::function<void(Response&)> fill) {
   return true;
 }
 
+bool Pending::Retry() {
+  int waiting = kWaiting;
+  if (!state_.compare_exchange_strong(waiting, kAnswered, std::memory_order_acq_rel)) return false;
+  const std::shared_ptr<Connection> connection = connection_.lock();
+  if (connection == nullptr) return false;
+  connection->Redispatch();
+  return true;
+}
+
 bool Pending::Abandon(server::Abandon why) {
   int waiting = kWaiting;
   if (!state_.compare_exchange_strong(waiting, kAbandoned, std::memory_order_acq_rel)) return false;
@@ -222,6 +231,18 @@ Later Connection::Defer() {
   return Pending::MakeLater(pending_);
 }
 
+void Connection::Redispatch() {
+  net::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->pending_ == nullptr) return;  // ended meanwhile (the handler threw, the stop)
+    self->pending_.reset();
+    ++self->watch_;
+    beast::error_code ignored;
+    self->socket_.cancel(ignored);  // the watch
+    ++self->attempt_;
+    self->Dispatch();
+  });
+}
+
 void Connection::Deliver(std::function<void(Response&)> fill) {
   net::post(socket_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
     if (self->pending_ == nullptr) return;  // ended meanwhile (the handler threw, the stop)
@@ -242,6 +263,7 @@ void Connection::Deliver(std::function<void(Response&)> fill) {
 }
 
 void Connection::WaitForRequest(std::chrono::milliseconds timeout) {
+  attempt_ = 0;
   if (buffer_.size() > 0) {  // pipelined: the next request has begun already
     SetPhase(Phase::kReading);
     ExpireIn(core_.options.header_timeout);
@@ -447,6 +469,7 @@ void Connection::Dispatch() {
   }
   Request request(View(message.method_string()), View(message.target()), headers_, body_view_,
                   this);
+  request.set_attempt(attempt_);
   response_.Reset();
   keep_alive_ = message.keep_alive();
   http10_ = message.version() == 10;
@@ -564,6 +587,8 @@ namespace eoc::server {
 bool Later::Answer(std::function<void(Response&)> fill) const {
   return pending_ != nullptr && pending_->Answer(std::move(fill));
 }
+
+bool Later::Retry() const { return pending_ != nullptr && pending_->Retry(); }
 
 void Later::OnAbandon(std::function<void(server::Abandon)> on_abandon) const {
   if (pending_ != nullptr) pending_->SetOnAbandon(std::move(on_abandon));

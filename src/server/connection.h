@@ -104,6 +104,8 @@ class Pending {
 
   // Later::Answer: true if this is the first end of the request.
   bool Answer(std::function<void(Response&)> fill);
+  // Later::Retry: true if this is the first end of the request.
+  bool Retry();
   // The connection ends the request without an answer: true (and `on_abandon` has run) if it
   // was still waiting.
   bool Abandon(server::Abandon why);
@@ -132,6 +134,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   void Shutdown();        // ServerCore::BeginStop's part
   // A put-off request's answer (Pending::Answer).
   void Deliver(std::function<void(Response&)> fill);
+  // A put-off request handed to its handler again (Pending::Retry).
+  void Redispatch();
 
   // For the choice at the cap; read from any thread.
   Phase phase() const { return phase_.load(std::memory_order_relaxed); }
@@ -206,6 +210,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   bool http10_ = false;
   std::shared_ptr<Pending> pending_;  // while a request is put off
   std::uint64_t watch_ = 0;           // numbers the watches of put-off requests
+  int attempt_ = 0;                   // the request's handlings before this one (Redispatch)
   std::atomic<Phase> phase_{Phase::kIdle};
   std::atomic<std::int64_t> phase_since_{0};
   std::atomic<std::int64_t> deadline_{0};

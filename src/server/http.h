@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace eoc::server {
 
@@ -65,10 +66,16 @@ class Later {
   Later() = default;
 
   // Answers the request: `fill` runs on the connection's thread with a fresh Response (200, as a
-  // handler gets it), and what it fills is sent. Only the first Answer does anything: false when
-  // the request was answered or abandoned already (then `fill` is not run). A `fill` that throws
-  // makes the answer a 500.
+  // handler gets it), and what it fills is sent. Only the first of Answer and Retry does anything:
+  // false when the request was answered, retried or abandoned already (then `fill` is not run). A
+  // `fill` that throws makes the answer a 500.
   bool Answer(std::function<void(Response&)> fill) const;
+
+  // Runs the request's handler again, on the connection's thread, with the same Request (its
+  // attempt() one more): for a handler that put its request off until something it needs is
+  // known (a caller's review). Only the first of Answer and Retry does anything: false when the
+  // request was answered, retried or abandoned already.
+  bool Retry() const;
 
   // `on_abandon` runs once, on the connection's thread, if the request ends without an Answer (see
   // Abandon). Set it before the handler that deferred returns; it must not block.
@@ -83,6 +90,12 @@ class Later {
 struct Header {
   std::string_view name;
   std::string_view value;
+};
+
+// The subject of a client's certificate, once TLS has verified it against the server's client CA.
+struct PeerCertificate {
+  std::string common_name;
+  std::vector<std::string> organizations;
 };
 
 // A request, as views into the server's buffers: valid only while the handler runs.
@@ -105,6 +118,13 @@ class Request {
   std::span<const std::string_view> params() const { return params_; }
   void set_params(std::span<const std::string_view> params) { params_ = params; }
 
+  // The client's verified certificate, or null (plain HTTP, or TLS without one).
+  const PeerCertificate* peer_certificate() const { return peer_certificate_; }
+  void set_peer_certificate(const PeerCertificate* peer) { peer_certificate_ = peer; }
+  // How many times the request has been handed to its handler before (Later::Retry).
+  int attempt() const { return attempt_; }
+  void set_attempt(int attempt) { attempt_ = attempt; }
+
   // Puts the request off: the handler returns without answering, and the connection waits for
   // the Later's Answer (reading nothing more meanwhile; pipelined requests wait their turn). What
   // the handler filled into its Response is discarded. Throws std::logic_error for a request that
@@ -120,6 +140,8 @@ class Request {
   std::string_view body_;
   std::span<const std::string_view> params_;
   internal::Deferrer* deferrer_ = nullptr;
+  const PeerCertificate* peer_certificate_ = nullptr;
+  int attempt_ = 0;
 };
 
 // A response: 200, no headers of its own and an empty body until the handler says otherwise. The

@@ -15,6 +15,7 @@
 #include "common/mix64.h"
 #include "routing/prefix_hash.h"
 #include "routing/wait_queue.h"
+#include "server/access_gate.h"
 #include "server/pick_body.h"
 #include "server/pick_headers.h"
 #include "telemetry/json_text.h"
@@ -326,6 +327,36 @@ PickEndpoint::PickEndpoint(const PickPools& pools, PickMetrics& metrics, const C
 
 bool PickEndpoint::PoolsLoaded() const { return !options_.pools_loaded || options_.pools_loaded(); }
 
+bool PickEndpoint::Allowed(const Request& request, Response& response, const Context* context,
+                           std::string_view verb, std::string_view ns) const {
+  if (options_.access == nullptr) return true;
+  const auto answer = Admit(*options_.access, request, {.verb = verb, .ns = ns});
+  using Verdict = AccessControl::Verdict;
+  switch (answer.verdict) {
+    case Verdict::kAllowed:
+      return true;
+    case Verdict::kPending:
+      return false;
+    case Verdict::kUnauthenticated:
+    case Verdict::kForbidden:
+    case Verdict::kUnavailable:
+      break;
+  }
+  if (context == nullptr) {
+    AnswerRefusal(answer, response);
+    return false;
+  }
+  const Outcome outcome = answer.verdict == Verdict::kUnauthenticated ? Outcome::kUnauthenticated
+                          : answer.verdict == Verdict::kForbidden     ? Outcome::kForbidden
+                                                                      : Outcome::kAccessUnavailable;
+  const int code = StatusOf(answer.verdict);
+  Finish(response, *context, Refused(outcome, code, answer.message, code == 503 ? "1" : ""));
+  if (response.status() == 401) {
+    response.AddHeader("WWW-Authenticate", R"(Bearer realm="eoc-operator")");
+  }
+  return false;
+}
+
 void PickEndpoint::Register(HttpServer& server) const {
   server.Handle("POST", "/v1/pick",
                 [this](const Request& req, Response& resp) { PickJson(req, resp); });
@@ -451,6 +482,9 @@ void PickEndpoint::PickJson(const Request& request, Response& response) const {
            BadRequest("pool: must be \"namespace/name\", not " + Quoted(body.pool)));
     return;
   }
+  if (!Allowed(request, response, &context, "create", body.pool.substr(0, body.pool.find('/')))) {
+    return;
+  }
   context.pool.assign(body.pool);
   context.model.assign(body.model);
   const auto pool = pools_.Find(body.pool);
@@ -467,6 +501,10 @@ void PickEndpoint::PickGateway(const Request& request, Response& response) const
   Context& context = NewContext(Form::kGateway, clock_.Now());
   Scratch& scratch = ThreadScratch();
   const bool named = PoolKeyOf(request, scratch.key);
+  if (named) {
+    if (IsAuthMode(request)) context.form = Form::kAuth;
+    if (!Allowed(request, response, &context, "create", request.params()[0])) return;
+  }
   const auto pool = named ? pools_.Find(scratch.key) : nullptr;
   // The session header is the pool's own (sessionAffinity.header).
   const std::string error = ParsePickHeaders(
@@ -519,13 +557,17 @@ struct SessionTarget {
   std::shared_ptr<routing::PoolState> pool;
 };
 
+// `allowed` checks the caller's access to the pool's namespace (PickEndpoint::Allowed), before
+// the pool is looked up.
 std::optional<SessionTarget> FindSession(const PickPools& pools, const Request& request,
-                                         Response& response) {
+                                         Response& response,
+                                         const std::function<bool(std::string_view)>& allowed) {
   SessionTarget target;
   if (!PoolKeyOf(request, target.key)) {
     response.SetError(400, "path: the pool must be /v1/pools/{namespace}/{name}/sessions/{id}");
     return std::nullopt;
   }
+  if (!allowed(request.params()[0])) return std::nullopt;
   auto id = SessionIdOf(request, response);
   if (!id) return std::nullopt;
   target.id = std::move(*id);
@@ -546,7 +588,9 @@ void NotBound(Response& response, const SessionTarget& target) {
 }  // namespace
 
 void PickEndpoint::GetSession(const Request& request, Response& response) const {
-  const auto target = FindSession(pools_, request, response);
+  const auto target = FindSession(pools_, request, response, [&](std::string_view ns) {
+    return Allowed(request, response, nullptr, "get", ns);
+  });
   if (!target) return;
   const auto table = target->pool->sessions();
   const Clock::TimePoint now = clock_.Now();
@@ -580,7 +624,9 @@ void PickEndpoint::GetSession(const Request& request, Response& response) const 
 }
 
 void PickEndpoint::DeleteSession(const Request& request, Response& response) const {
-  const auto target = FindSession(pools_, request, response);
+  const auto target = FindSession(pools_, request, response, [&](std::string_view ns) {
+    return Allowed(request, response, nullptr, "delete", ns);
+  });
   if (!target) return;
   const auto table = target->pool->sessions();
   if (!table || !table->Forget(routing::SessionHashOf(target->id))) {

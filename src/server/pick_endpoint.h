@@ -51,6 +51,7 @@
 #include <functional>
 
 #include "common/clock.h"
+#include "server/access.h"
 #include "server/http.h"
 #include "server/pick_metrics.h"
 #include "server/pick_pools.h"
@@ -74,6 +75,10 @@ class PickEndpoint {
     // so that waiting picks never hold every connection: past it a pick that finds no room is
     // answered 429 at once (as queue-full; eoc_picks_total's reason `waiting-full`).
     std::size_t max_waiting = kDefaultMaxWaiting;
+    // Who may pick (access.h): every call is checked before its pool is looked up, so that a
+    // caller refused in a namespace learns nothing of what is in it. Null: anyone may (the
+    // controller's --pick-auth=none).
+    AccessControl* access = nullptr;
   };
 
   // `pools`, `metrics` and `clock` must outlive the server the endpoint is registered on, and the
@@ -98,6 +103,11 @@ class PickEndpoint {
 
  private:
   bool PoolsLoaded() const;
+  // Whether the caller may `verb` in `ns` (always, without Options::access); false once the
+  // request is answered (refused: a pick through Finish with `context`, a sessions request
+  // without one), or put off until its review ends.
+  bool Allowed(const Request& request, Response& response, const Context* context,
+               std::string_view verb, std::string_view ns) const;
   // Picks for a found pool, and answers now or later.
   void Serve(const Request& request, Response& response, Context& context,
              const PickPools::Entry& pool, Inputs& inputs) const;

@@ -47,6 +47,11 @@ std::string ParsePrefixHashes(std::string_view list, std::vector<routing::BlockH
 
 }  // namespace
 
+bool IsAuthMode(const Request& request) {
+  const auto mode = request.header("x-eoc-auth-mode");
+  return mode && TrimWhitespace(*mode) == "1";
+}
+
 std::string ParsePickHeaders(const Request& request, std::string_view session_header,
                              PickHeaders& out) {
   std::vector<routing::BlockHash> prefix = std::move(out.prefix_hashes);
@@ -57,7 +62,7 @@ std::string ParsePickHeaders(const Request& request, std::string_view session_he
     if (value != "1" && value != "0") {
       return "header x-eoc-auth-mode: must be 1 or 0, not " + Quoted(value);
     }
-    out.auth_mode = value == "1";
+    out.auth_mode = IsAuthMode(request);
   }
   if (const auto model = request.header("x-model")) {
     if (model->size() > routing::kMaxModelNameBytes) {

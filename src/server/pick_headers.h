@@ -50,4 +50,8 @@ struct PickHeaders {
 std::string ParsePickHeaders(const Request& request, std::string_view session_header,
                              PickHeaders& out);
 
+// Whether the request asks to be answered in auth_request form (x-eoc-auth-mode: 1), for an answer
+// made before its headers are parsed (a refused caller's).
+bool IsAuthMode(const Request& request);
+
 }  // namespace eoc::server

@@ -11,14 +11,15 @@ namespace {
 using Outcome = PickMetrics::Outcome;
 
 constexpr std::array<std::string_view, PickMetrics::kOutcomes> kReasons = {
-    "session-hit",   "session-new", "session-overflow", "prefix",
-    "strategy",      "queued",      "bad-request",      "unknown-pool",
-    "unknown-model", "too-large",   "queue-full",       "unavailable",
-    "not-published", "timed-out",   "shutting-down",    "waiting-full",
+    "session-hit",     "session-new", "session-overflow",   "prefix",
+    "strategy",        "queued",      "bad-request",        "unknown-pool",
+    "unknown-model",   "too-large",   "queue-full",         "unavailable",
+    "not-published",   "timed-out",   "shutting-down",      "waiting-full",
+    "unauthenticated", "forbidden",   "access-unavailable",
 };
 
 // The status codes a pick answers, and one slot for any other.
-constexpr std::array<int, 9> kCodes = {200, 204, 400, 403, 404, 429, 503, 504, 0};
+constexpr std::array<int, 10> kCodes = {200, 204, 400, 401, 403, 404, 429, 503, 504, 0};
 
 std::size_t CodeSlot(int code) {
   for (std::size_t i = 0; i + 1 < kCodes.size(); ++i) {

@@ -15,7 +15,9 @@
 //                                           (bad-request, unknown-pool, unknown-model, too-large,
 //                                           queue-full, unavailable, not-published, timed-out,
 //                                           shutting-down, waiting-full: --pick-max-waiting picks
-//                                           waited in all pools), and the HTTP status sent
+//                                           waited in all pools; unauthenticated, forbidden,
+//                                           access-unavailable: refused by access control, always
+//                                           with pool ""), and the HTTP status sent
 //   eoc_pick_duration_seconds{pool}         from the request's dispatch to its answer (a waited
 //                                           pick's wait included)
 //   eoc_pick_queue_wait_seconds{pool}       how long picks that waited in the queue waited
@@ -69,10 +71,13 @@ class PickMetrics {
     kNotPublished,
     kTimedOut,
     kShuttingDown,
-    kWaitingFull,  // --pick-max-waiting picks waited in all pools together
+    kWaitingFull,        // --pick-max-waiting picks waited in all pools together
+    kUnauthenticated,    // no credentials, or ones Kubernetes did not accept (401)
+    kForbidden,          // the caller may not pick in the pool's namespace (403)
+    kAccessUnavailable,  // no review could be had (503)
   };
-  static constexpr std::size_t kOutcomes = 16;
-  // The label `reason` for an outcome: "session-hit", ..., "waiting-full".
+  static constexpr std::size_t kOutcomes = 19;
+  // The label `reason` for an outcome: "session-hit", ..., "access-unavailable".
   static std::string_view ReasonOf(Outcome outcome);
 
   static constexpr std::size_t kMaxPoolSeries = routing::PoolDirectory::kMaxPools;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_reviewer.h"
 #include "raw_client.h"
 #include "routing/pool_directory.h"
 #include "routing/pool_snapshot.h"
@@ -300,6 +301,70 @@ TEST_F(PickEndpointTest, AWaitPastItsDeadlineIs504AndAFullQueueIs429) {
   ASSERT_TRUE(late.has_value());
   EXPECT_EQ(late->status, 504);
   EXPECT_THAT(late->body, HasSubstr("no worker had room within the wait of 300 ms"));
+}
+
+// With access control, every call is checked in the pool's namespace before the pool is looked
+// up: a caller allowed in prod gets 403 for every pool and session of another namespace, whether
+// it exists or not, with the same message; in prod it is served, and told of a missing pool.
+TEST_F(PickEndpointTest, ACallerAllowedInOneNamespaceLearnsNothingOfAnother) {
+  const auto other = Configure("team-b/chat", DefaultOptions());
+  other->SetSnapshot(routing::PoolSnapshot::Build({W("vllm-2")}, 4, routing::Strategy::kRoundRobin),
+                     clock_.Now());
+  testing::FakeReviewer reviewer;
+  reviewer.AddToken("gw-token", "gw");
+  for (const char* verb : {"create", "get", "delete"})
+    reviewer.Allow(std::string("gw|") + verb + "|prod");
+  AccessControl access(reviewer, clock_, {});
+  access.Start();
+  const PickEndpoint guarded(pools_, metrics_, clock_, {.access = &access});
+  HttpServer server({.threads = 2});  // after `guarded`: stopped first
+  guarded.Register(server);
+  server.Start();
+  const auto fetch = [&](const std::string& request) {
+    RawClient client(server.port());
+    EXPECT_TRUE(client.Send(request));
+    return client.ReadResponse().value_or(RawResponse{});
+  };
+  const std::string token = "Authorization: Bearer gw-token\r\n";
+  const auto post = [&](std::string_view pool) {
+    const std::string body = R"({"pool":")" + std::string(pool) + R"("})";
+    return "POST /v1/pick HTTP/1.1\r\nHost: t\r\n" + token +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+
+  // Allowed in prod: served, and a missing pool there is a 404.
+  EXPECT_EQ(fetch(post("prod/chat")).status, 200);
+  EXPECT_EQ(fetch(Get(kGatewayPath, token)).status, 200);
+  EXPECT_EQ(fetch(post("prod/missing")).status, 404);
+  EXPECT_EQ(fetch(Get("/v1/pools/prod/chat/sessions/s1", token)).status, 404);
+  // Another namespace: 403 alike for what exists and what does not, the message naming only
+  // the caller and the namespace.
+  const auto exists = fetch(post("team-b/chat"));
+  const auto missing = fetch(post("team-b/missing"));
+  EXPECT_EQ(exists.status, 403);
+  EXPECT_EQ(missing.status, 403);
+  EXPECT_EQ(exists.body, missing.body);
+  EXPECT_THAT(exists.body, HasSubstr(R"(user \"gw\" may not create inferencepools/pick)"));
+  EXPECT_EQ(fetch(Get("/v1/pools/team-b/chat/pick", token)).status, 403);
+  EXPECT_EQ(fetch(Get("/v1/pools/team-b/chat/sessions/s1", token)).status, 403);
+  EXPECT_EQ(
+      fetch("DELETE /v1/pools/team-b/chat/sessions/s1 HTTP/1.1\r\nHost: t\r\n" + token + "\r\n")
+          .status,
+      403);
+  // No credentials: 401, or in auth_request form a 403 that carries it.
+  const auto anonymous = fetch(Get(kGatewayPath));
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_THAT(anonymous.header("www-authenticate"), HasSubstr("Bearer"));
+  const auto auth_form = fetch(Get(kGatewayPath, "x-eoc-auth-mode: 1\r\n"));
+  EXPECT_EQ(auth_form.status, 403);
+  EXPECT_EQ(auth_form.header("x-eoc-status"), "401");
+  const std::string metrics = Metrics();
+  EXPECT_THAT(metrics, HasSubstr("eoc_picks_total{code=403,pool=,reason=forbidden,} 3"));
+  EXPECT_THAT(metrics, HasSubstr("eoc_picks_total{code=401,pool=,reason=unauthenticated,} 1"));
+  EXPECT_THAT(metrics, HasSubstr("eoc_picks_total{code=403,pool=,reason=unauthenticated,} 1"));
+  EXPECT_EQ(other->Waiting(), 0U);
+  server.Stop();
+  access.Stop();
 }
 
 // Picks waiting in all pools together stop at the endpoint's max_waiting (--pick-max-waiting):

@@ -84,6 +84,19 @@ class HttpServerTest : public ::testing::Test {
       const std::lock_guard lock(mu_);
       later_.push_back(later);
     });
+    // Puts its first handling off; the test hands it back (Retry), and the second answers with
+    // what it saw of the same request.
+    server_->Handle("POST", "/v1/again", [this](const Request& req, Response& resp) {
+      if (req.attempt() == 0) {
+        const std::lock_guard lock(mu_);
+        later_.push_back(req.Defer());
+        return;
+      }
+      resp.body() = "attempt=" + std::to_string(req.attempt()) +
+                    " path=" + std::string(req.path()) +
+                    " session=" + std::string(req.header("x-session-id").value_or("-")) +
+                    " body=" + std::string(req.body());
+    });
     server_->Start();
     ASSERT_NE(server_->port(), 0);
   }
@@ -635,6 +648,35 @@ TEST_F(HttpServerTest, ADeferredRequestIsAnsweredLaterFromAnotherThread) {
   ASSERT_TRUE(second.has_value());
   EXPECT_THAT(second->body, HasSubstr("query=n=2"));
   EXPECT_TRUE(Abandoned().empty());
+}
+
+TEST_F(HttpServerTest, ARetriedRequestIsHandedToItsHandlerAgainWhole) {
+  StartServer({.threads = 1});
+  RawClient client(port());
+  // The request, and pipelined behind it another, which arrives while the first is put off.
+  ASSERT_TRUE(
+      client.Send("POST /v1/again HTTP/1.1\r\nHost: t\r\nx-session-id: s1\r\n"
+                  "Content-Length: 5\r\n\r\nhello"));
+  ASSERT_TRUE(AwaitLater(1));
+  ASSERT_TRUE(client.Send("GET /v1/echo?n=2 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // read ahead while put off
+
+  std::thread retrier([later = LaterAt(0)] {
+    EXPECT_TRUE(later.Retry());
+    EXPECT_FALSE(later.Retry()) << "only the first end of a deferral counts";
+    EXPECT_FALSE(later.Answer([](Response&) { ADD_FAILURE() << "an answer after the retry ran"; }));
+  });
+  retrier.join();
+  const auto first = client.ReadResponse();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->body, "attempt=1 path=/v1/again session=s1 body=hello");
+  const auto second = client.ReadResponse();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_THAT(second->body, HasSubstr("query=n=2"));
+  // The next request on the connection starts at attempt 0 again.
+  ASSERT_TRUE(client.Send("POST /v1/again HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+  EXPECT_TRUE(AwaitLater(2));
 }
 
 TEST_F(HttpServerTest, AClientThatGoesAwayAbandonsItsDeferredRequest) {

@@ -1,0 +1,155 @@
+// Who may pick and read /metrics, on the real control plane: eoc-controller with --pick-auth and
+// --metrics-auth kubernetes asks the API server's TokenReview and SubjectAccessReview about
+// ServiceAccount tokens, and a Role granting inferencepools/pick in the test's namespace lets its
+// holder pick there and nowhere else; a pool of another namespace is refused alike whether it
+// exists or not. Assertions are on answers, never on how fast they came.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "eventually.h"
+#include "fleet_test.h"
+#include "manifests.h"
+#include "raw_client.h"
+
+namespace eoc::controller {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::kPatience;
+using testing::kPools;
+using testing::RawClient;
+using testing::RawResponse;
+namespace resources = kube::resources;
+
+const kube::ResourceRef kServiceAccounts{"", "v1", "serviceaccounts"};
+const kube::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
+const kube::ResourceRef kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings"};
+const kube::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
+const kube::ResourceRef kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
+                                             "clusterrolebindings", false};
+
+class AccessIntegrationTest : public testing::FleetTest {
+ protected:
+  std::vector<std::string> ControllerFlags() const override {
+    return {"--pick-auth", "kubernetes", "--metrics-auth", "kubernetes"};
+  }
+  std::vector<std::string> MoreNamespaces() const override { return {other_}; }
+
+  void TearDown() override {
+    (void)client_->Delete(kClusterRoleBindings, "", metrics_role_);
+    (void)client_->Delete(kClusterRoles, "", metrics_role_);
+    FleetTest::TearDown();
+  }
+
+  // A ServiceAccount `name` in the test's namespace, and a token of it (TokenRequest).
+  std::string AccountToken(const std::string& name) const {
+    EXPECT_TRUE(client_->Create(kServiceAccounts, ns_, {{"metadata", {{"name", name}}}}));
+    const json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                          {"kind", "TokenRequest"},
+                          {"metadata", {{"name", name}}},
+                          {"spec", {{"expirationSeconds", 3600}}}};
+    const auto answer = client_->Create(kServiceAccounts, ns_, request, "token");
+    EXPECT_TRUE(answer) << (answer ? "" : answer.error().ToString());
+    return answer ? (*answer)["status"].value("token", "") : "";
+  }
+
+  // Grants `verbs` on inferencepools/pick in the test's namespace to ServiceAccount `account`.
+  void GrantPick(const std::string& account, const std::vector<std::string>& verbs) const {
+    const json role = {
+        {"metadata", {{"name", "pick"}}},
+        {"rules",
+         {{{"apiGroups", {"eoc.dev"}}, {"resources", {"inferencepools/pick"}}, {"verbs", verbs}}}}};
+    ASSERT_TRUE(client_->Create(kRoles, ns_, role));
+    const json binding = {
+        {"metadata", {{"name", "pick"}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "pick"}}},
+        {"subjects", {{{"kind", "ServiceAccount"}, {"name", account}, {"namespace", ns_}}}}};
+    ASSERT_TRUE(client_->Create(kRoleBindings, ns_, binding));
+  }
+
+  // Grants get on /metrics to ServiceAccount `account`, as a Prometheus's ClusterRole does.
+  void GrantMetrics(const std::string& account) const {
+    const json role = {{"metadata", {{"name", metrics_role_}}},
+                       {"rules", {{{"nonResourceURLs", {"/metrics"}}, {"verbs", {"get"}}}}}};
+    ASSERT_TRUE(client_->Create(kClusterRoles, "", role));
+    const json binding = {
+        {"metadata", {{"name", metrics_role_}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"},
+          {"kind", "ClusterRole"},
+          {"name", metrics_role_}}},
+        {"subjects", {{{"kind", "ServiceAccount"}, {"name", account}, {"namespace", ns_}}}}};
+    ASSERT_TRUE(client_->Create(kClusterRoleBindings, "", binding));
+  }
+
+  // One request on a new connection to `port`, with the token when one is given.
+  static RawResponse Call(int port, const std::string& method, const std::string& path,
+                          const std::string& token, const std::string& body = "") {
+    RawClient client(static_cast<std::uint16_t>(port));
+    std::string request = method + " " + path + " HTTP/1.1\r\nHost: t\r\n";
+    if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (!client.Send(request)) return {};
+    return client.ReadResponse().value_or(RawResponse{});
+  }
+  RawResponse Pick(const std::string& pool, const std::string& token) const {
+    const std::string body = json{{"pool", pool}, {"prompt_tokens", 1}}.dump();
+    return Call(pick_port_, "POST", "/v1/pick", token, body);
+  }
+
+  const std::string other_ = testing::UniqueName("tenant");
+  const std::string metrics_role_ = testing::UniqueName("eoc-metrics-reader");
+};
+
+TEST_F(AccessIntegrationTest, ARoleGrantsPicksInItsNamespaceAndNothingOutside) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(
+      kPools, ns_, testing::PoolOf("w", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}})));
+  ASSERT_TRUE(client_->Create(
+      kPools, other_, testing::PoolOf("w", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}})));
+  const std::string picker = AccountToken("picker");
+  const std::string stranger = AccountToken("stranger");
+  ASSERT_FALSE(picker.empty());
+  GrantPick("picker", {"create"});
+  GrantMetrics("picker");
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+
+  // The Role's holder picks in its namespace once the pool's worker is published.
+  ASSERT_TRUE(Eventually([&] { return Pick(ns_ + "/w", picker).status == 200; }, kPatience))
+      << controller_->Output();
+  EXPECT_EQ(Pick(ns_ + "/missing", picker).status, 404) << "its own namespace: told what is not";
+  // Outside it: 403 alike for a pool that exists and one that does not.
+  const RawResponse exists = Pick(other_ + "/w", picker);
+  const RawResponse missing = Pick(other_ + "/missing", picker);
+  EXPECT_EQ(exists.status, 403);
+  EXPECT_EQ(missing.status, 403);
+  EXPECT_EQ(exists.body, missing.body);
+  EXPECT_THAT(exists.body, ::testing::HasSubstr("may not create inferencepools/pick"));
+  // Sessions: reading needs get, which the Role does not grant.
+  EXPECT_EQ(Call(pick_port_, "GET", "/v1/pools/" + ns_ + "/w/sessions/s1", picker).status, 403);
+  // Without the Role, without a token, with a forged one.
+  EXPECT_EQ(Pick(ns_ + "/w", stranger).status, 403);
+  const RawResponse anonymous = Pick(ns_ + "/w", "");
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_THAT(anonymous.header("www-authenticate"), ::testing::HasSubstr("Bearer"));
+  EXPECT_EQ(Pick(ns_ + "/w", "forged." + picker.substr(7)).status, 401);
+
+  // /metrics: a token allowed get on it, as Prometheus's; the probes stay open.
+  EXPECT_EQ(Call(metrics_port_, "GET", "/metrics", "").status, 401);
+  EXPECT_EQ(Call(metrics_port_, "GET", "/metrics", stranger).status, 403);
+  const RawResponse metrics = Call(metrics_port_, "GET", "/metrics", picker);
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, ::testing::HasSubstr("reason=\"forbidden\""));
+  EXPECT_EQ(Call(health_port_, "GET", "/healthz", "").status, 200);
+  // No token reached the controller's log.
+  EXPECT_THAT(controller_->Output(), ::testing::Not(::testing::HasSubstr(picker)));
+  EXPECT_THAT(controller_->Output(), ::testing::Not(::testing::HasSubstr(stranger)));
+}
+
+}  // namespace
+}  // namespace eoc::controller
