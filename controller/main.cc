@@ -63,7 +63,8 @@ struct Flags {
   int max_carbon_sdk_urls_per_namespace = 4;
   int max_carbon_config_maps_per_namespace = 4;
   int max_exporter_selectors_per_namespace = 4;
-  std::string carbon_sdk_allowed_cidrs;  // carbon::ParseCidrList's form
+  std::vector<std::string> exporter_namespaces;  // besides each pool's own
+  std::string carbon_sdk_allowed_cidrs;          // carbon::ParseCidrList's form
   std::string pick_bind_address = ":8090";
   int pick_threads = 2;
   int pick_max_connections = 4096;
@@ -199,6 +200,7 @@ int Run(const Flags& flags) {
                   .sdk_allowed_cidrs = SdkAllowedCidrs(flags)},
        .max_exporter_selectors_per_namespace =
            static_cast<std::size_t>(flags.max_exporter_selectors_per_namespace),
+       .exporter_namespaces = {flags.exporter_namespaces.begin(), flags.exporter_namespaces.end()},
        .scales = &scale_client,
        .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms),
                   .replica = replica,
@@ -389,6 +391,12 @@ int main(int argc, char** argv) {
         std::string error;
         return eoc::controller::carbon::ParseCidrList(value, &error) ? std::string() : error;
       });
+  app.add_option("--exporter-namespaces", f.exporter_namespaces,
+                 "comma-separated namespaces whose pods any pool's spec.energy.exporter may name, "
+                 "besides the pool's own (default: none; the chart passes "
+                 "rbac.exporterNamespaces); a pool naming another is not watched (said in its "
+                 "Ready condition)")
+      ->delimiter(',');
   app.add_option("--max-exporter-selectors-per-namespace", f.max_exporter_selectors_per_namespace,
                  "distinct spec.energy.exporter (namespace and selector) that one namespace's "
                  "pools may watch; a pool past it is not watched (said in its Ready condition)")
