@@ -3,6 +3,7 @@
 #include <map>
 #include <utility>
 
+#include "common/text.h"
 #include "kube/types.h"
 
 namespace eoc::controller {
@@ -18,13 +19,25 @@ bool MovesService(const kube::PodView& before, const kube::PodView& now) {
 
 }  // namespace
 
+std::string ExporterNamespaceRefusal(const api::InferencePool& pool,
+                                     const std::set<std::string>& allowed) {
+  const auto& exporter = pool.spec.energy.exporter;
+  if (!exporter || exporter->namespace_name.empty() || exporter->namespace_name == pool.ns ||
+      allowed.contains(exporter->namespace_name)) {
+    return "";
+  }
+  return "its namespace " + Quoted(exporter->namespace_name) +
+         " is not allowed: a pool reads exporter pods in its own namespace, or in one that "
+         "--exporter-namespaces names (the chart's rbac.exporterNamespaces)";
+}
+
 ExporterPods::ExporterPods(kube::Client& client, ExporterPodsOptions options, const Clock& clock,
                            Changed changed)
     : client_(client),
-      options_(options),
+      options_(std::move(options)),
       clock_(clock),
       changed_(std::move(changed)),
-      selectors_({.limit = options.max_selectors_per_namespace,
+      selectors_({.limit = options_.max_selectors_per_namespace,
                   .what = "exporters (spec.energy.exporter namespace and selector)",
                   .flag = "--max-exporter-selectors-per-namespace"}) {}
 
@@ -71,14 +84,20 @@ ExporterRead ExporterPods::Track(const std::string& pool_key, const api::Inferen
     selector = exporter->selector.ToString();
     key = ns + "?" + selector;
   }
-  std::unique_ptr<Watch> unused;
   ExporterRead read;
+  // An exporter in a namespace not allowed is not watched, nor counted at the cap.
+  read.refused = ExporterNamespaceRefusal(pool, options_.allowed_namespaces);
+  read.not_allowed = !read.refused.empty();
+  if (read.not_allowed) key.clear();
+  std::unique_ptr<Watch> unused;
   {
     const std::lock_guard lock(mu_);
     if (stopped_) return {};
     // Past its namespace's cap, the pool's exporter is not watched.
-    read.refused = selectors_.Use(pool_key, pool.ns, key);
-    if (!read.refused.empty()) key.clear();
+    if (std::string full = selectors_.Use(pool_key, pool.ns, key); !full.empty()) {
+      read.refused = std::move(full);
+      key.clear();
+    }
     const Watch* watch = watches_.Use(
         pool_key, key, [&] { return MakeWatch(key, ns, selector); }, unused);
     if (watch != nullptr && watch->HasSynced()) read.pods = watch->List();

@@ -14,6 +14,12 @@
 // (node, IP, readiness, deletion), `changed` is called with each pool that reads it, on the
 // informer's thread.
 //
+// A pool reads exporter pods in its own namespace, or in one the operator allows
+// (allowed_namespaces: --exporter-namespaces, which the chart sets to rbac.exporterNamespaces, the
+// namespaces it grants the pods' read in): a pool naming any other gets no watch and no pods, and
+// the answer says which namespace is not allowed and which flag allows it. Else a tenant could make
+// the operator read, and report on, pods in a namespace the tenant cannot see.
+//
 // The pools of one namespace may name at most max_selectors_per_namespace distinct exporters
 // (namespace and selector; common/namespace_cap.h): a pool that would pass the cap gets no watch
 // and no pods, and the answer says why, naming the flag; it is taken at a later Track once there
@@ -24,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,9 +47,17 @@ namespace eoc::controller {
 // A pool's exporter pods, as Track gives them.
 struct ExporterRead {
   std::vector<std::shared_ptr<const kube::PodView>> pods;
-  // Why the exporter is not watched (its namespace is at a cap); empty when it is.
+  // Why the exporter is not watched (its namespace is not allowed, or the pool's namespace is at
+  // its cap); empty when it is.
   std::string refused;
+  // It is not watched because its namespace is not allowed.
+  bool not_allowed = false;
 };
+
+// Why `pool` may not read the exporter pods its spec.energy.exporter names: "" when it names none,
+// or names its own namespace or one of `allowed`; else a message naming the namespace and the flag.
+std::string ExporterNamespaceRefusal(const api::InferencePool& pool,
+                                     const std::set<std::string>& allowed);
 
 // What the reconcile asks; thread-safe.
 class ExporterSource {
@@ -50,7 +65,8 @@ class ExporterSource {
   virtual ~ExporterSource() = default;
   // The pods that pool.spec.energy.exporter selects in its namespace (the pool's, unless it names
   // one), watched from now on for the pool. None for a pool without an exporter, until the watch
-  // has its first list, and while the pool's namespace is at its cap.
+  // has its first list, while that namespace is not allowed, and while the pool's namespace is at
+  // its cap.
   virtual ExporterRead Track(const std::string& pool_key, const api::InferencePool& pool) = 0;
   // The pool is gone: its watch goes too when no other pool reads it.
   virtual void Forget(const std::string& pool_key) = 0;
@@ -64,6 +80,8 @@ struct ExporterPodsOptions {
   kube::ReflectorMetrics* metrics = nullptr;
   // Distinct exporters (namespace and selector) the pools of one namespace may name.
   std::size_t max_selectors_per_namespace = 4;
+  // Namespaces besides its own whose exporter pods any pool may read (--exporter-namespaces).
+  std::set<std::string> allowed_namespaces;
 };
 
 class ExporterPods final : public ExporterSource {

@@ -16,6 +16,7 @@
 #include "common/descriptors.h"
 #include "common/stop_signals.h"
 #include "controller/access_reviews.h"
+#include "controller/carbon/sdk_address.h"
 #include "controller/demand.h"
 #include "controller/kube_metrics.h"
 #include "controller/pool_controller.h"
@@ -65,6 +66,8 @@ struct Flags {
   int max_carbon_sdk_urls_per_namespace = 4;
   int max_carbon_config_maps_per_namespace = 4;
   int max_exporter_selectors_per_namespace = 4;
+  std::vector<std::string> exporter_namespaces;  // besides each pool's own
+  std::string carbon_sdk_allowed_cidrs;          // carbon::ParseCidrList's form
   std::string pick_bind_address = ":8090";
   int pick_threads = 2;
   int pick_max_connections = 4096;
@@ -120,6 +123,14 @@ void CheckWaitingCap(const Flags& flags) {
       "--pick-max-waiting " + std::to_string(flags.pick_max_waiting) +
       " must be below --pick-max-connections " + std::to_string(flags.pick_max_connections) +
       ": each waiting pick holds a connection, and some must stay for picks that find room");
+}
+
+// --carbon-sdk-allowed-cidrs, checked when the flags were parsed.
+std::vector<eoc::controller::carbon::Cidr> SdkAllowedCidrs(const Flags& flags) {
+  std::string error;
+  auto cidrs = eoc::controller::carbon::ParseCidrList(flags.carbon_sdk_allowed_cidrs, &error);
+  if (!cidrs) throw std::runtime_error("--carbon-sdk-allowed-cidrs: " + error);
+  return *std::move(cidrs);
 }
 
 // `access`: who may read /metrics (null: anyone).
@@ -202,9 +213,11 @@ int Run(const Flags& flags) {
                   .max_sdk_urls_per_namespace =
                       static_cast<std::size_t>(flags.max_carbon_sdk_urls_per_namespace),
                   .max_config_maps_per_namespace =
-                      static_cast<std::size_t>(flags.max_carbon_config_maps_per_namespace)},
+                      static_cast<std::size_t>(flags.max_carbon_config_maps_per_namespace),
+                  .sdk_allowed_cidrs = SdkAllowedCidrs(flags)},
        .max_exporter_selectors_per_namespace =
            static_cast<std::size_t>(flags.max_exporter_selectors_per_namespace),
+       .exporter_namespaces = {flags.exporter_namespaces.begin(), flags.exporter_namespaces.end()},
        .scales = &scale_client,
        .scaler = {.tick = std::chrono::milliseconds(flags.autoscaler_tick_ms),
                   .replica = replica,
@@ -402,6 +415,21 @@ int main(int argc, char** argv) {
                  "past it is not watched (CarbonIntensityAvailable False, NamespaceLimit)")
       ->check(CLI::Range(1, 10'000))
       ->capture_default_str();
+  app.add_option("--carbon-sdk-allowed-cidrs", f.carbon_sdk_allowed_cidrs,
+                 "comma-separated CIDRs (or addresses) that spec.carbon.carbonAwareSdk.url may "
+                 "reach although refused by default: loopback, link-local, unspecified and cloud "
+                 "metadata addresses (e.g. 127.0.0.1/32 for an SDK in the pod); private ranges "
+                 "are always allowed")
+      ->check([](const std::string& value) {
+        std::string error;
+        return eoc::controller::carbon::ParseCidrList(value, &error) ? std::string() : error;
+      });
+  app.add_option("--exporter-namespaces", f.exporter_namespaces,
+                 "comma-separated namespaces whose pods any pool's spec.energy.exporter may name, "
+                 "besides the pool's own (default: none; the chart passes "
+                 "rbac.exporterNamespaces); a pool naming another is not watched (said in its "
+                 "Ready condition)")
+      ->delimiter(',');
   app.add_option("--max-exporter-selectors-per-namespace", f.max_exporter_selectors_per_namespace,
                  "distinct spec.energy.exporter (namespace and selector) that one namespace's "
                  "pools may watch; a pool past it is not watched (said in its Ready condition)")

@@ -103,7 +103,8 @@ PoolController::PoolController(kube::Client& client, kube::EventRecorder& record
           ExporterPodsOptions{
               .stale_after = options_.stale_after,
               .metrics = exporter_hooks_.get(),
-              .max_selectors_per_namespace = options_.max_exporter_selectors_per_namespace},
+              .max_selectors_per_namespace = options_.max_exporter_selectors_per_namespace,
+              .allowed_namespaces = options_.exporter_namespaces},
           clock, [this](const std::string& pool) { controller_.Add(pool); })),
       status_client_(client),
       scaler_(options_.scales == nullptr

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ struct PoolControllerOptions {
   carbon::GridIntensitiesOptions carbon;
   // Distinct energy exporters (spec.energy.exporter) the pools of one namespace may name.
   std::size_t max_exporter_selectors_per_namespace = 4;
+  // Namespaces besides its own whose exporter pods a pool may read (--exporter-namespaces).
+  std::set<std::string> exporter_namespaces;
   // The autoscaler: the client it reads and writes /scale through (null: no autoscaler) and its
   // options (its fence and directory are reconcile's, its `changed` reconciles the pool); its
   // metrics may be null. Both must outlive the controller.

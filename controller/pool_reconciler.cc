@@ -145,11 +145,11 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   }
   carbon::ZoneReadings grid;
   if (pool.errors.empty()) grid = ReadGrid(key, pool, workers->workers);
-  std::string exporter_refused;
+  ExporterRead exporter_refusal;
   // After the directory, so that the loop's first scrapes find the pool's state (and its marks).
   if (options_.scrape != nullptr && pool.errors.empty()) {
     options_.scrape->SetPool(
-        ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool, &exporter_refused)));
+        ScrapePoolOf(pool, *workers, grid.intensity, ReadExporters(key, pool, &exporter_refusal)));
   }
   if (metrics_ != nullptr) {
     metrics_->SetWorkers(pool.ns, pool.name, workers->workers.size());
@@ -167,7 +167,8 @@ kube::Result<kube::ReconcileResult> PoolReconciler::Reconcile(const std::string&
   }
   if (!pool.errors.empty()) return Publish(*object, workers->workers, {});
   StatusInputs inputs{.missing_profiles = MissingEnergyProfiles(pool.spec, workers->workers),
-                      .exporter_refused = std::move(exporter_refused)};
+                      .exporter_refused = std::move(exporter_refusal.refused),
+                      .exporter_not_allowed = exporter_refusal.not_allowed};
   if (pool.spec.carbon.has_source()) inputs.carbon = grid;
   if (options_.directory != nullptr) {
     const auto state = options_.directory->Find(key);
@@ -204,10 +205,11 @@ carbon::ZoneReadings PoolReconciler::ReadGrid(const std::string& key,
 }
 
 NodeExporters PoolReconciler::ReadExporters(const std::string& key, const api::InferencePool& pool,
-                                            std::string* refused) const {
+                                            ExporterRead* refusal) const {
   if (options_.exporters == nullptr) return {};
   ExporterRead read = options_.exporters->Track(key, pool);  // also when none: a watch may go
-  *refused = std::move(read.refused);
+  refusal->refused = std::move(read.refused);
+  refusal->not_allowed = read.not_allowed;
   const auto& exporter = pool.spec.energy.exporter;
   if (!exporter) return {};
   return ExportersByNode(read.pods, exporter->port, exporter->path);

@@ -185,9 +185,9 @@ class PoolReconciler final : public kube::Reconciler {
   carbon::ZoneReadings ReadGrid(const std::string& key, const api::InferencePool& pool,
                                 const std::vector<routing::Worker>& workers);
   // The exporter on each node for the pool's spec.energy.exporter, from options_.exporters; why
-  // it is not watched in *refused (empty when it is).
+  // it is not watched in refusal->refused and ->not_allowed (its pods are left out).
   NodeExporters ReadExporters(const std::string& key, const api::InferencePool& pool,
-                              std::string* refused) const;
+                              ExporterRead* refusal) const;
   // The pool's workers with the weights the leader would publish now.
   std::vector<routing::Worker> Weigh(const std::string& key, const api::InferencePool& pool,
                                      const std::vector<routing::Worker>& workers,

@@ -207,6 +207,7 @@ api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,
         now);
   } else if (!notes.empty()) {
     const char* reason = !inputs.missing_profiles.empty()   ? reasons::kEnergyProfileMissing
+                         : inputs.exporter_not_allowed      ? reasons::kExporterNamespaceNotAllowed
                          : !inputs.exporter_refused.empty() ? reasons::kNamespaceLimit
                                                             : reasons::kPrefixIndexClamped;
     api::SetCondition(

@@ -39,6 +39,7 @@ inline constexpr const char* kZonesUnknown = "ZonesUnknown";
 inline constexpr const char* kZonesPending = "Pending";
 inline constexpr const char* kNoZones = "NoZones";
 inline constexpr const char* kNamespaceLimit = "NamespaceLimit";
+inline constexpr const char* kExporterNamespaceNotAllowed = "ExporterNamespaceNotAllowed";
 inline constexpr const char* kPrefixIndexClamped = "PrefixIndexClamped";
 }  // namespace reasons
 
@@ -97,8 +98,10 @@ struct StatusInputs {
   // What the pool's carbon source gave for its workers' zones; nullopt without a source (then
   // the pool has no CarbonIntensityAvailable condition).
   std::optional<carbon::ZoneReadings> carbon;
-  // Why spec.energy.exporter is not watched (its namespace is at a cap); empty when it is.
+  // Why spec.energy.exporter is not watched (ExporterRead::refused); empty when it is.
   std::string exporter_refused;
+  // It is not watched because its namespace is not allowed (ExporterRead::not_allowed).
+  bool exporter_not_allowed = false;
   // The guaranteed share of the pool's prefix index in the global budget
   // (routing::PrefixIndex::Share); nullopt while the pool has none (prefix affinity off).
   std::optional<std::size_t> prefix_share;
@@ -115,8 +118,9 @@ struct StatusInputs {
 // pool. Workers without an energy profile under an energy strategy leave Ready True with the
 // reason EnergyProfileMissing (RoutingTableTruncated wins the reason; the message says both),
 // naming the first few accelerators and how many more. An exporter not watched
-// (inputs.exporter_refused) leaves Ready True too, with the reason NamespaceLimit when no other
-// reason above applies, and its message says why. So does a prefix index clamped to its share of
+// (inputs.exporter_refused) leaves Ready True too, with the reason ExporterNamespaceNotAllowed
+// (inputs.exporter_not_allowed) or NamespaceLimit when no other reason above applies, and its
+// message says why. So does a prefix index clamped to its share of
 // the global budget (spec maxBlocks over inputs.prefix_share): PrefixIndexClamped, last, with
 // both numbers.
 api::InferencePoolStatus DesiredStatus(const api::InferencePool& pool,

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <future>
@@ -23,8 +24,8 @@ bool IsIpLiteral(const std::string& host) {
          inet_pton(AF_INET6, host.c_str(), buf.data()) == 1;
 }
 
-// The first address getaddrinfo gives for `host`, as text.
-std::optional<std::string> LookUp(const std::string& host, std::string* error) {
+// Every address getaddrinfo gives for `host`, as text, in its order, each once.
+std::optional<std::vector<std::string>> LookUp(const std::string& host, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -34,20 +35,29 @@ std::optional<std::string> LookUp(const std::string& host, std::string* error) {
     *error = "cannot look up " + Quoted(host) + ": " + gai_strerror(rc);
     return std::nullopt;
   }
-  std::array<char, INET6_ADDRSTRLEN> text{};
-  const void* addr = nullptr;
-  if (found->ai_family == AF_INET) {
-    addr = &reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr;
-  } else {
-    addr = &reinterpret_cast<const sockaddr_in6*>(found->ai_addr)->sin6_addr;
+  std::vector<std::string> addresses;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    std::array<char, INET6_ADDRSTRLEN> text{};
+    const void* addr = nullptr;
+    if (a->ai_family == AF_INET) {
+      addr = &reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr;
+    } else if (a->ai_family == AF_INET6) {
+      addr = &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr;
+    } else {
+      continue;
+    }
+    if (inet_ntop(a->ai_family, addr, text.data(), text.size()) == nullptr) continue;
+    std::string address(text.data());
+    if (std::find(addresses.begin(), addresses.end(), address) == addresses.end()) {
+      addresses.push_back(std::move(address));
+    }
   }
-  const char* ok = inet_ntop(found->ai_family, addr, text.data(), text.size());
   freeaddrinfo(found);
-  if (ok == nullptr) {
-    *error = "cannot format the address of " + Quoted(host);
+  if (addresses.empty()) {
+    *error = "cannot look up " + Quoted(host) + ": no IPv4 or IPv6 address";
     return std::nullopt;
   }
-  return std::string(text.data());
+  return addresses;
 }
 
 // A lookup's result, shared by the waiting caller and the helper thread (which may outlive it).
@@ -55,7 +65,7 @@ struct Lookup {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  std::optional<std::string> address;
+  std::optional<std::vector<std::string>> addresses;
   std::string error;
 };
 
@@ -126,6 +136,7 @@ std::optional<EmissionsTarget> EmissionsRequestTarget(std::string_view base_url,
     return std::nullopt;
   }
   EmissionsTarget t;
+  t.authority = std::string(url->authority);
   t.host = std::string(hp->host);
   if (hp->port) {
     if (*hp->port == 0) {
@@ -147,15 +158,16 @@ std::optional<EmissionsTarget> EmissionsRequestTarget(std::string_view base_url,
   return t;
 }
 
-std::optional<std::string> ResolveHost(const std::string& host, std::chrono::milliseconds timeout,
-                                       std::string* error) {
-  if (IsIpLiteral(host)) return host;
+std::optional<std::vector<std::string>> ResolveHost(const std::string& host,
+                                                    std::chrono::milliseconds timeout,
+                                                    std::string* error) {
+  if (IsIpLiteral(host)) return std::vector<std::string>{host};
   auto state = std::make_shared<Lookup>();
   std::thread([state, host] {
     std::string why;
-    auto address = LookUp(host, &why);
+    auto addresses = LookUp(host, &why);
     const std::lock_guard lock(state->mu);
-    state->address = std::move(address);
+    state->addresses = std::move(addresses);
     state->error = std::move(why);
     state->done = true;
     state->cv.notify_all();
@@ -166,8 +178,8 @@ std::optional<std::string> ResolveHost(const std::string& host, std::chrono::mil
              " ms";
     return std::nullopt;
   }
-  if (!state->address) *error = state->error;
-  return state->address;
+  if (!state->addresses) *error = state->error;
+  return state->addresses;
 }
 
 std::unique_ptr<MetricsFetcher> MakeCarbonFetcher(std::size_t max_in_flight) {
@@ -188,15 +200,24 @@ EmissionsAnswer FetchEmissions(MetricsFetcher& fetcher, std::string_view base_ur
   const auto target = EmissionsRequestTarget(base_url, zones, &error);
   if (!target) return Refused(Prefixed(base_url, error));
   const auto start = std::chrono::steady_clock::now();
-  const auto ip = options.resolve(target->host, options.timeout, &error);
-  if (!ip) return Refused(Prefixed(base_url, error));
+  const auto ips = options.resolve(target->host, options.timeout, &error);
+  if (!ips || ips->empty()) return Refused(Prefixed(base_url, error));
+  // Every address is checked, so that which one a lookup gives first cannot matter; the one
+  // connected to is then the checked one (the fetcher looks nothing up).
+  for (const std::string& address : *ips) {
+    if (std::string why = CheckSdkAddress(address, options.allowed_cidrs); !why.empty()) {
+      return Refused(Prefixed(base_url, why));
+    }
+  }
+  const std::string& ip = ips->front();
   const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
   const auto left = std::max(options.timeout - spent, std::chrono::milliseconds(1));
-  const bool v6 = ip->find(':') != std::string::npos;
+  const bool v6 = ip.find(':') != std::string::npos;
   FetchRequest request{
       .pod = {},
-      .address = (v6 ? "[" + *ip + "]" : *ip) + ":" + std::to_string(target->port),
+      .address = (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(target->port),
+      .host = target->authority,
       .path = target->path,
       .timeout = left,
   };

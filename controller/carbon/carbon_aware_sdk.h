@@ -13,7 +13,12 @@
 //
 // The URL: http:// only (the fetcher speaks plain HTTP; https is refused with a message saying
 // so), with an optional path prefix, no query or fragment. The host is an IP address or a name;
-// a name is looked up (getaddrinfo) within the same deadline, and the first address is used.
+// a name is looked up (getaddrinfo) within the same deadline before every poll. Every address it
+// resolves to must pass CheckSdkAddress (sdk_address.h: no loopback, link-local, unspecified or
+// cloud metadata address unless options.allowed_cidrs holds it), else the poll is refused naming
+// the address; the fetcher then connects to the first address, the one checked (it looks nothing
+// up itself), and sends the URL's host and port as the Host header. So the address is pinned: a
+// name re-pointed after the check cannot move the connection. (No TLS, so no SNI to keep.)
 // The request is sent with the fetcher's `Accept` (the Prometheus text type): the SDK's ASP.NET
 // Core WebAPI answers JSON whatever Accept says (it does not return 406 by default).
 #pragma once
@@ -25,8 +30,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "controller/carbon/emissions_answer.h"
+#include "controller/carbon/sdk_address.h"
 #include "controller/scrape/metrics_fetcher.h"
 #include "signals/carbon_intensity.h"
 
@@ -45,7 +52,8 @@ std::string UrlEscape(std::string_view value);
 // "{prefix}/emissions/bylocations?location=...". nullopt and *error for a URL that is not
 // http://, has a query or fragment, no zones, or more than kMaxZonesPerRequest.
 struct EmissionsTarget {
-  std::string host;  // without brackets
+  std::string authority;  // host[:port] as the URL gives it: the Host header
+  std::string host;       // without brackets
   std::uint16_t port = 80;
   std::string path;
 };
@@ -53,13 +61,16 @@ std::optional<EmissionsTarget> EmissionsRequestTarget(std::string_view base_url,
                                                       std::span<const std::string> zones,
                                                       std::string* error);
 
-// Turns a host into an IP literal within `timeout`; nullopt and *error when it cannot.
-using Resolver = std::function<std::optional<std::string>(
+// Turns a host into its IP literals (at least one) within `timeout`; nullopt and *error when it
+// cannot.
+using Resolver = std::function<std::optional<std::vector<std::string>>(
     const std::string& host, std::chrono::milliseconds timeout, std::string* error)>;
-// IP literals as they are; names through getaddrinfo on a helper thread, waited for at most
-// `timeout` (a lookup that takes longer is abandoned: the thread ends on its own when it returns).
-std::optional<std::string> ResolveHost(const std::string& host, std::chrono::milliseconds timeout,
-                                       std::string* error);
+// An IP literal as it is; a name through getaddrinfo on a helper thread, waited for at most
+// `timeout` (a lookup that takes longer is abandoned: the thread ends on its own when it returns):
+// every address it gives, in its order, each once.
+std::optional<std::vector<std::string>> ResolveHost(const std::string& host,
+                                                    std::chrono::milliseconds timeout,
+                                                    std::string* error);
 
 // A DirectFetcher for the SDK: one thread, `max_in_flight` connections (as many as the polls in
 // flight, so that none waits in the fetcher's queue behind a hung one), the answer's body limit.
@@ -70,6 +81,8 @@ struct CarbonAwareSdkOptions {
   std::chrono::seconds min_interval = signals::kMinCarbonPollInterval;
   std::chrono::seconds hold = signals::kDefaultCarbonHold;
   Resolver resolve = ResolveHost;
+  // Refused addresses the SDK may be reached at nonetheless (--carbon-sdk-allowed-cidrs).
+  std::vector<Cidr> allowed_cidrs;
 };
 
 // One GET and its reading: the answer, or (in `error`) why there is none, naming the URL.

@@ -87,6 +87,9 @@ struct GridIntensitiesOptions {
   std::size_t max_config_maps_per_namespace = 4;
   // Resolves the SDK's host names; empty: ResolveHost.
   Resolver resolve;
+  // Refused addresses the SDKs may be reached at nonetheless (--carbon-sdk-allowed-cidrs;
+  // sdk_address.h).
+  std::vector<Cidr> sdk_allowed_cidrs;
   // The ConfigMap watches' reflector hooks (failed lists and watches: logged, counted); null:
   // none. Called from every watch's thread; must outlive this.
   kube::ReflectorMetrics* config_map_metrics = nullptr;

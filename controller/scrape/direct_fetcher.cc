@@ -136,7 +136,7 @@ class DirectFetcher::Impl::Session : public std::enable_shared_from_this<Session
                   Describe(request_) + ": bad address " + Quoted(request_.address) + ": " + error));
     }
     request_line_ = {http::verb::get, request_.path, 11};
-    request_line_.set(http::field::host, request_.address);
+    request_line_.set(http::field::host, request_.host.empty() ? request_.address : request_.host);
     request_line_.set(http::field::accept, kPrometheusTextAccept);
     request_line_.set(http::field::user_agent, impl_.options_.user_agent);
     request_line_.set(http::field::connection, "close");

@@ -37,6 +37,8 @@ struct FetchRequest {
   std::string pod;      // "namespace/name": ApiServerProxyFetcher's target; in messages for both
   std::string address;  // "ip:port" (IPv6 in brackets): DirectFetcher connects here; the proxy
                         // takes the port from it
+  std::string host;     // DirectFetcher's Host header when not empty (a name the caller resolved
+                        // to `address`); else `address`
   std::string path = "/metrics";                               // with its query, if any
   std::chrono::milliseconds timeout{std::chrono::seconds(2)};  // the whole fetch: connect to body
 };

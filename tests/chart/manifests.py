@@ -77,6 +77,8 @@ for a in ("--leader-elect", "--leader-election-namespace=eoc-system", "--pick-bi
           "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"):
     check(a in args, f"args lack {a}: {args}")
 check(not any(a.startswith("--namespace=") for a in args), "the default watches given namespaces")
+check(not any(a.startswith("--exporter-namespaces") for a in args),
+      "the default lets pools name exporter namespaces besides their own")
 ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
 check(ports == {"pick": 8090, "metrics": 8080, "health": 8081}, f"ports {ports}")
 for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
@@ -128,6 +130,10 @@ check(not any(ns == "gpu-operator" and r != "pods" for ns, _, r, _ in roles),
       "the exporter namespace's Role grants more than pods")
 nargs = one(namespaced, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
 check("--namespace=team-a" in nargs and "--namespace=team-b" in nargs, f"namespaced args {nargs}")
+# Pools may name exporter pods in the namespaces whose pods the chart grants a read of, no other.
+exporter_args = [a for a in nargs if a.startswith("--exporter-namespaces")]
+check(exporter_args == ["--exporter-namespaces=gpu-operator"],
+      f"namespaced args allow exporter namespaces {exporter_args}, not rbac.exporterNamespaces")
 
 # The optional objects.
 monitor = one(optional, "ServiceMonitor")

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "api/defaults.h"
@@ -31,7 +33,12 @@ class ExporterPodsTest : public testing::NamespacedTest {
   void SetUp() override {
     NamespacedTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    exporters_ = std::make_unique<ExporterPods>(*client_, ExporterPodsOptions{}, RealClock(),
+    Make({});
+  }
+  // Replaces exporters_ with one made with `options`.
+  void Make(ExporterPodsOptions options) {
+    exporters_.reset();
+    exporters_ = std::make_unique<ExporterPods>(*client_, std::move(options), RealClock(),
                                                 [this](const std::string& key) {
                                                   const std::lock_guard lock(mu_);
                                                   changed_.push_back(key);
@@ -98,6 +105,7 @@ TEST_F(ExporterPodsTest, PoolsShareAWatchPerNamespaceAndSelectorUntilTheLastLets
   const std::string other_ns = testing::UniqueName("exp");
   ASSERT_TRUE(
       client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", other_ns}}}}));
+  Make({.allowed_namespaces = {other_ns}});
   ASSERT_NO_FATAL_FAILURE(CreatePod(ns_, "dcgm-a", "dcgm"));
   ASSERT_NO_FATAL_FAILURE(CreatePod(ns_, "dcgm-b", "dcgm"));
   ASSERT_NO_FATAL_FAILURE(CreatePod(ns_, "kepler-a", "kepler"));
@@ -154,6 +162,38 @@ TEST_F(ExporterPodsTest, APoolPastItsNamespacesCapGetsNoWatchUntilThereIsRoom) {
   exporters_->Forget(ns_ + "/p0");
   EXPECT_TRUE(Tracks(ns_ + "/p4", Pool("p4", "e4"), {"e-4"}));
   EXPECT_EQ(exporters_->Watches(), 4U);
+}
+
+// A pool reads exporter pods in its own namespace, or in one --exporter-namespaces allows: one
+// naming any other gets no watch and no pods, and the answer names the namespace and the flag.
+TEST_F(ExporterPodsTest, APoolNamingANamespaceNotAllowedGetsNoWatch) {
+  const std::string other_ns = testing::UniqueName("exp");
+  ASSERT_TRUE(
+      client_->Create(resources::kNamespaces, "", json{{"metadata", {{"name", other_ns}}}}));
+  ASSERT_NO_FATAL_FAILURE(CreatePod(other_ns, "dcgm-x", "dcgm"));
+  ASSERT_NO_FATAL_FAILURE(CreatePod(ns_, "dcgm-a", "dcgm"));
+  const std::string key = ns_ + "/p";
+
+  const ExporterRead refused = exporters_->Track(key, Pool("p", "dcgm", other_ns));
+  EXPECT_NE(refused.refused.find("namespace \"" + other_ns + "\" is not allowed"),
+            std::string::npos)
+      << refused.refused;
+  EXPECT_NE(refused.refused.find("--exporter-namespaces"), std::string::npos) << refused.refused;
+  EXPECT_TRUE(refused.pods.empty());
+  EXPECT_EQ(exporters_->Watches(), 0U);
+  // Still none later (no watch was started to fill in).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(exporters_->Track(key, Pool("p", "dcgm", other_ns)).pods.empty());
+
+  // Its own namespace, named or not, is always allowed.
+  EXPECT_TRUE(Tracks(key, Pool("p", "dcgm", ns_), {"dcgm-a"}));
+  EXPECT_EQ(exporters_->Track(key, Pool("p", "dcgm")).refused, "");
+
+  // Allowed (--exporter-namespaces), the other namespace's pods are read.
+  Make({.allowed_namespaces = {other_ns}});
+  EXPECT_TRUE(Tracks(key, Pool("p", "dcgm", other_ns), {"dcgm-x"}));
+
+  (void)client_->Delete(resources::kNamespaces, "", other_ns);
 }
 
 }  // namespace

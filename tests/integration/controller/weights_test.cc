@@ -141,7 +141,10 @@ class WeightsIntegrationTest : public testing::FleetTest {
   }
   // The SDK is polled every second, and a poll that takes over a second has failed.
   std::vector<std::string> ControllerFlags() const override {
-    return {"--carbon-poll-interval", "1", "--carbon-timeout", "1"};
+    std::vector<std::string> flags = {"--carbon-poll-interval", "1", "--carbon-timeout", "1"};
+    // The fake SDKs listen on 127.0.0.1, refused unless allowed.
+    flags.insert(flags.end(), {"--carbon-sdk-allowed-cidrs", "127.0.0.1/32"});
+    return flags;
   }
 
   // Starts one worker on each node (Deployments w-a100 and w-h100, pods labelled pool=w and

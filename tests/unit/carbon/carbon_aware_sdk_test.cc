@@ -72,11 +72,13 @@ TEST(EmissionsRequestTargetTest, RefusesWhatItCannotFetch) {
 
 TEST(ResolveHostTest, IpLiteralsPassAndNamesAreLookedUp) {
   std::string error;
-  EXPECT_EQ(ResolveHost("10.1.2.3", milliseconds(100), &error), "10.1.2.3");
-  EXPECT_EQ(ResolveHost("::1", milliseconds(100), &error), "::1");
+  using Addresses = std::vector<std::string>;
+  EXPECT_EQ(ResolveHost("10.1.2.3", milliseconds(100), &error), Addresses{"10.1.2.3"});
+  EXPECT_EQ(ResolveHost("::1", milliseconds(100), &error), Addresses{"::1"});
   const auto local = ResolveHost("localhost", std::chrono::seconds(5), &error);
   ASSERT_TRUE(local) << error;
-  EXPECT_TRUE(*local == "127.0.0.1" || *local == "::1") << *local;
+  ASSERT_FALSE(local->empty());
+  for (const std::string& a : *local) EXPECT_TRUE(a == "127.0.0.1" || a == "::1") << a;
   EXPECT_FALSE(ResolveHost("no-such-host.invalid", std::chrono::seconds(5), &error));
   EXPECT_THAT(error, HasSubstr("no-such-host.invalid"));
 }
@@ -84,7 +86,8 @@ TEST(ResolveHostTest, IpLiteralsPassAndNamesAreLookedUp) {
 class CarbonAwareSdkTest : public ::testing::Test {
  protected:
   std::unique_ptr<MetricsFetcher> fetcher_ = MakeCarbonFetcher();
-  CarbonAwareSdkOptions options_{.timeout = milliseconds(2000)};
+  CarbonAwareSdkOptions options_{.timeout = milliseconds(2000),
+                                 .allowed_cidrs = testing::AllowLoopback()};
   const std::vector<std::string> zones_{"eastus", "westus"};
 };
 
@@ -164,11 +167,63 @@ TEST_F(CarbonAwareSdkTest, AHostNameIsLookedUp) {
   const std::string url = "http://localhost:" + sdk.url().substr(sdk.url().rfind(':') + 1);
   options_.resolve = [](const std::string& host, milliseconds, std::string*) {
     EXPECT_EQ(host, "localhost");
-    return std::optional<std::string>("127.0.0.1");
+    return std::optional<std::vector<std::string>>({"127.0.0.1"});
   };
   const auto a = FetchEmissions(*fetcher_, url, zones_, options_);
   ASSERT_FALSE(a.error.has_value()) << *a.error;
   EXPECT_EQ(a.ratings.at("westus"), 64);
+}
+
+// A URL naming a loopback address, or a name that resolves to one, is refused before anything
+// is sent, with a message naming the address, its range and the flag; the SDK is not asked.
+TEST_F(CarbonAwareSdkTest, ALoopbackSdkIsRefusedUnlessAllowed) {
+  FakeSdk sdk(kTwoZones);
+  const CarbonAwareSdkOptions defaults{.timeout = milliseconds(2000)};
+  const auto a = FetchEmissions(*fetcher_, sdk.url(), zones_, defaults);
+  ASSERT_TRUE(a.error.has_value());
+  EXPECT_EQ(*a.error, "GET " + sdk.url() +
+                          "/emissions/bylocations: the address 127.0.0.1 is loopback "
+                          "(127.0.0.0/8): refused unless --carbon-sdk-allowed-cidrs names it");
+  const std::string by_name = "http://localhost:" + sdk.url().substr(sdk.url().rfind(':') + 1);
+  const auto b = FetchEmissions(*fetcher_, by_name, zones_, defaults);
+  ASSERT_TRUE(b.error.has_value());
+  EXPECT_THAT(*b.error, HasSubstr("is loopback"));
+  EXPECT_TRUE(sdk.heads().empty());
+
+  // Allowed (options_ holds 127.0.0.1/32): asked, with the URL's own host in the Host header.
+  const auto c = FetchEmissions(*fetcher_, sdk.url(), zones_, options_);
+  ASSERT_FALSE(c.error.has_value()) << *c.error;
+  EXPECT_EQ(c.ratings.at("eastus"), 70);
+  ASSERT_EQ(sdk.heads().size(), 1U);
+  EXPECT_THAT(sdk.heads()[0], HasSubstr("\r\nHost: " + sdk.url().substr(7) + "\r\n"));
+}
+
+// A name is looked up before every poll, and every address it gives is checked: one refused
+// address refuses the poll, whichever comes first (a name re-pointed between two polls, as DNS
+// rebinding does, is refused at the next). The connection goes to the checked address, and the
+// Host header names the name.
+TEST_F(CarbonAwareSdkTest, EveryResolvedAddressIsCheckedAtEveryPoll) {
+  FakeSdk sdk(kTwoZones);
+  const std::string port = sdk.url().substr(sdk.url().rfind(':') + 1);
+  const std::string url = "http://sdk.example:" + port;
+  std::vector<std::string> answer = {"127.0.0.1"};
+  options_.resolve = [&answer](const std::string&, milliseconds, std::string*) {
+    return std::optional<std::vector<std::string>>(answer);
+  };
+  const auto first = FetchEmissions(*fetcher_, url, zones_, options_);
+  ASSERT_FALSE(first.error.has_value()) << *first.error;
+  ASSERT_EQ(sdk.heads().size(), 1U);
+  EXPECT_THAT(sdk.heads()[0], HasSubstr("\r\nHost: sdk.example:" + port + "\r\n"));
+
+  answer = {"127.0.0.1", "169.254.169.254"};
+  const auto second = FetchEmissions(*fetcher_, url, zones_, options_);
+  ASSERT_TRUE(second.error.has_value());
+  EXPECT_THAT(*second.error, HasSubstr("the address 169.254.169.254 is link-local"));
+  answer = {"::ffff:169.254.169.254", "127.0.0.1"};
+  const auto third = FetchEmissions(*fetcher_, url, zones_, options_);
+  ASSERT_TRUE(third.error.has_value());
+  EXPECT_THAT(*third.error, HasSubstr("the address ::ffff:169.254.169.254 is link-local"));
+  EXPECT_EQ(sdk.heads().size(), 1U);  // neither was sent
 }
 
 TEST_F(CarbonAwareSdkTest, PollsAtMostOncePerIntervalAndHoldsTheLastValue) {

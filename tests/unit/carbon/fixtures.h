@@ -10,6 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "controller/carbon/sdk_address.h"
 
 namespace eoc::controller::carbon::testing {
 
@@ -17,6 +20,13 @@ namespace eoc::controller::carbon::testing {
 inline constexpr const char* kTwoZones =
     R"([{"location":"eastus","time":"2022-05-17T20:45:11.5092741+00:00","rating":70},)"
     R"({"location":"westus","time":"2022-05-17T20:45:11.5092741+00:00","rating":64}])";
+
+// The addresses the local fake SDKs listen on (127.0.0.1), allowed as --carbon-sdk-allowed-cidrs
+// allows them: a loopback SDK is refused by default.
+inline std::vector<Cidr> AllowLoopback() {
+  std::string error;
+  return ParseCidrList("127.0.0.1/32", &error).value();
+}
 
 inline std::string Fixture(const std::string& name) {
   std::ifstream in(std::string(EOC_CARBON_FIXTURES_DIR) + "/" + name, std::ios::binary);

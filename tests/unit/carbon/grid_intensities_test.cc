@@ -60,14 +60,15 @@ class GridIntensitiesTest : public ::testing::Test {
   std::unique_ptr<MetricsFetcher> fetcher_ = MakeCarbonFetcher();
   std::mutex mu_;
   std::vector<std::string> changed_;  // guarded by mu_
-  GridIntensities grid_{*kube_.client,
-                        *fetcher_,
-                        {.sdk_poll_interval = seconds(60)},
-                        clock_,
-                        [this](const std::string& pool) {
-                          const std::lock_guard lock(mu_);
-                          changed_.push_back(pool);
-                        }};
+  GridIntensities grid_{
+      *kube_.client,
+      *fetcher_,
+      {.sdk_poll_interval = seconds(60), .sdk_allowed_cidrs = testing::AllowLoopback()},
+      clock_,
+      [this](const std::string& pool) {
+        const std::lock_guard lock(mu_);
+        changed_.push_back(pool);
+      }};
 };
 
 TEST_F(GridIntensitiesTest, ASdkIsPolledOffTheCallersThreadAndHeldForThePoolsHold) {

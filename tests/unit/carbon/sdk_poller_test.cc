@@ -34,14 +34,15 @@ class SdkPollerTest : public ::testing::Test {
   ManualClock clock_;
   std::mutex mu_;
   std::vector<std::string> changed_;  // guarded by mu_
-  SdkPoller poller_{*fetcher_,
-                    {.min_interval = minutes(5), .hold = hours(24)},
-                    kCarbonMaxInFlight,
-                    clock_,
-                    [this](const std::string& url) {
-                      const std::lock_guard lock(mu_);
-                      changed_.push_back(url);
-                    }};
+  SdkPoller poller_{
+      *fetcher_,
+      {.min_interval = minutes(5), .hold = hours(24), .allowed_cidrs = testing::AllowLoopback()},
+      kCarbonMaxInFlight,
+      clock_,
+      [this](const std::string& url) {
+        const std::lock_guard lock(mu_);
+        changed_.push_back(url);
+      }};
 
   std::size_t Changes() {
     const std::lock_guard lock(mu_);

@@ -3,12 +3,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/text.h"
+#include "controller/carbon/carbon_aware_sdk.h"
 #include "controller/pool_status.h"
+#include "fake_carbon_sdk.h"
 
 namespace eoc::controller {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kLabel = "topology.kubernetes.io/region";
 
@@ -18,6 +26,36 @@ signals::ZoneIntensityError E(const std::string& zone, const std::string& why) {
 
 api::Condition Of(const carbon::ZoneReadings& r, std::size_t workers = 2, std::size_t zoned = 2) {
   return CarbonIntensityCondition(r, workers, zoned, kLabel, 4);
+}
+
+// A hostile SDK's error answer, 64 KiB of control characters, quotes, backslashes, a forged header
+// line and bytes of UTF-8, reaches the condition only as an escaped excerpt of its first 100 bytes
+// (Quoted): the message is one line of printable ASCII, holds nothing of the body past that, and
+// stays short.
+TEST(CarbonIntensityConditionTest, AHostileSdksAnswerIsAShortEscapedExcerpt) {
+  const std::string unit("\"}]\r\nX-Forged: 1\r\n\x1b[31m\\\xe2\x82\xac\x00\x7f'", 30);
+  std::string body;
+  while (body.size() < (std::size_t{64} << 10)) body += unit;
+  body += "TAIL-MARKER";
+  const eoc::testing::FakeCarbonSdk sdk(body, "500 Internal Server Error");
+  const auto fetcher = carbon::MakeCarbonFetcher();
+  std::string error;
+  carbon::CarbonAwareSdkSource source(
+      *fetcher, {.timeout = std::chrono::seconds(5),
+                 .allowed_cidrs = carbon::ParseCidrList("127.0.0.1", &error).value()});
+  const std::vector<std::string> zones{"eastus", "westus"};
+  const signals::SteadyTime now = signals::SteadyTime{} + std::chrono::hours(1);
+  ASSERT_TRUE(source.Poll(sdk.url(), zones, now));
+  const api::Condition c = Of({.errors = source.intensities().Errors(now)});
+  EXPECT_EQ(c.reason, std::string(reasons::kZonesUnknown));
+  EXPECT_THAT(c.message, HasSubstr("HTTP 500 " + Quoted(body)));
+  EXPECT_THAT(c.message, HasSubstr(R"(HTTP 500 "\x22}]\x0d\x0aX-Forged: 1\x0d\x0a\x1b[31m\x5c)"));
+  EXPECT_THAT(c.message, Not(HasSubstr("TAIL-MARKER")));
+  for (const char ch : c.message) {
+    ASSERT_TRUE(ch >= 0x20 && ch < 0x7f) << "byte " << static_cast<int>(ch) << " in " << c.message;
+  }
+  // Two zones, each naming the request and at most 100 bytes of the body written 4 bytes each.
+  EXPECT_LE(c.message.size(), 1'500U) << c.message;
 }
 
 TEST(CarbonIntensityConditionTest, EveryZoneKnownIsTrue) {

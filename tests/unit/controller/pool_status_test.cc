@@ -171,6 +171,22 @@ TEST(DesiredStatusTest, AnExporterPastItsNamespacesCapIsSaidInReady) {
   EXPECT_THAT(Cond(s, "Ready").message, HasSubstr("not watched: " + why));
 }
 
+// An exporter in a namespace not allowed leaves Ready True, with its own reason and the words
+// naming the namespace and the flag; a missing profile's reason still wins.
+TEST(DesiredStatusTest, AnExporterNamespaceNotAllowedIsSaidInReady) {
+  const std::string why = "its namespace \"gpu\" is not allowed: ... --exporter-namespaces ...";
+  auto s = DesiredStatus(Pool(), {W("a", "10.0.0.1:8000")}, kT0,
+                         {.exporter_refused = why, .exporter_not_allowed = true});
+  EXPECT_EQ(Cond(s, "Ready").status, "True");
+  EXPECT_EQ(Cond(s, "Ready").reason, "ExporterNamespaceNotAllowed");
+  EXPECT_EQ(Cond(s, "Ready").message,
+            "1 worker is ready; spec.energy.exporter is not watched: " + why);
+  s = DesiredStatus(
+      Pool(), {W("a", "10.0.0.1:8000")}, kT0,
+      {.missing_profiles = {"H100"}, .exporter_refused = why, .exporter_not_allowed = true});
+  EXPECT_EQ(Cond(s, "Ready").reason, std::string(reasons::kEnergyProfileMissing));
+}
+
 // A pool whose maxBlocks is over its share of --max-prefix-blocks-total says so in Ready, with
 // both numbers; the reason is PrefixIndexClamped unless another applies.
 TEST(DesiredStatusTest, APrefixIndexClampedToItsShareIsSaidInReady) {
