@@ -32,7 +32,7 @@ echo "image_test: $image" >&2
 
 # 1. Its configuration: the user, the entrypoint, the ports and the OCI labels.
 b inspect --type image "$image" >"$work/inspect.json"
-version=$(sed -n 's/^project(eoc-operator VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+version=$("$root/scripts/image" version)
 revision=$(git -C "$root" rev-parse HEAD)
 python3 - "$work/inspect.json" "$version" "$revision" <<'PY' || fail "the image's configuration"
 import json, sys
@@ -74,7 +74,7 @@ find "$mnt" -mindepth 1 \( -type f -o -type l \) -printf '/%P\n' | sort >"$work/
 echo "image_test: $(wc -l <"$work/files") files: $(tr '\n' ' ' <"$work/files")" >&2
 forbidden=$(grep -E '/(sh|bash|dash|ash|zsh|busybox|toybox|dpkg|dpkg-deb|apt|apt-get|aptitude|rpm|yum|dnf|microdnf|apk|perl|python3?)$' "$work/files" || true)
 [ -z "$forbidden" ] || fail "the image holds $forbidden"
-others=$(grep -vE '^/usr/local/bin/eoc-controller$|^/(usr/)?lib(64|/x86_64-linux-gnu)?/[^/]+\.so[.0-9]*$|^/etc/(passwd|group|nsswitch\.conf|ssl/certs/ca-certificates\.crt)$' "$work/files" || true)
+others=$(grep -vE '^/usr/local/bin/eoc-controller$|^/(usr/)?lib(64|/x86_64-linux-gnu)?/[^/]+\.so[.0-9]*$|^/etc/(passwd|group|nsswitch\.conf|os-release|ssl/certs/ca-certificates\.crt)$|^/var/lib/dpkg/status\.d/[^/]+$|^/usr/share/doc/eoc-operator/sbom\.spdx\.json$' "$work/files" || true)
 [ -z "$others" ] || fail "the image holds files it does not need: $others"
 executables=$(find "$mnt" -type f -perm /111 -printf '/%P\n' | grep -vE '^/(usr/)?lib' || true)
 [ "$executables" = /usr/local/bin/eoc-controller ] || fail "executables other than the controller: $executables"
@@ -84,6 +84,10 @@ owned=$(find "$mnt" -mindepth 1 \( ! -user 0 -o ! -group 0 \) -printf '/%P\n')
 [ -z "$owned" ] || fail "not owned by root (so writable by the image's user): $owned"
 missing=$(chroot "$mnt" /lib64/ld-linux-x86-64.so.2 --list /usr/local/bin/eoc-controller 2>&1 | grep 'not found' || true)
 [ -z "$missing" ] || fail "libraries missing from the image: $missing"
+# Its binary hardened as every build's is, and its records (the SBOM, the dpkg status stanzas) of
+# every file it holds (the build stage's dpkg database is not this machine's: no --dpkg).
+"$root/tests/scripts/hardening_test.sh" "$mnt/usr/local/bin/eoc-controller" || fail "the image's binary is not hardened"
+python3 "$root/tests/image/sbom_check.py" "$mnt" "$version" || fail "the image's records (above)"
 b umount "$ctr" >/dev/null
 
 # 3. Its binary, as the image's user, against the local control plane (the CRD applied, as users
