@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): posix_spawn's environment
@@ -16,6 +20,7 @@ namespace eoc::testing {
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, bool merge_stderr) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess: no program");
+  program_ = argv[0];
   std::array<int, 2> fds{};
   if (pipe2(fds.data(), O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   posix_spawn_file_actions_t actions;
@@ -45,12 +50,43 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, bool merge_stde
   reader_ = std::thread([this, fd = fds[0]] { Read(fd); });
 }
 
+namespace {
+
+// The control plane's child-logs/ folder (created), or "" outside a control plane's tests.
+std::string ChildLogDir() {
+  const char* env = std::getenv("EOC_KUBE_ENV");
+  if (env == nullptr || *env == '\0') return "";
+  const std::filesystem::path dir = std::filesystem::path(env).parent_path() / "child-logs";
+  std::error_code ignored;
+  std::filesystem::create_directories(dir / "secrets", ignored);
+  return dir.string();
+}
+
+std::atomic<int> secrets_recorded{0};
+
+}  // namespace
+
+void RecordSecret(const std::string& secret) {
+  const std::string dir = ChildLogDir();
+  if (dir.empty() || secret.empty()) return;
+  std::ofstream(dir + "/secrets/" + std::to_string(getpid()) + "-" +
+                std::to_string(secrets_recorded++))
+      << secret << "\n";
+}
+
 ChildProcess::~ChildProcess() {
   if (!reaped_) {
     Signal(SIGKILL);
     Wait();
   }
   if (reader_.joinable()) reader_.join();
+  // The project's own programs' (eoc-controller, eoc-sim), not the tools' (kubectl, helm).
+  const std::string name = std::filesystem::path(program_).filename().string();
+  if (const std::string dir = name.starts_with("eoc-") ? ChildLogDir() : ""; !dir.empty()) {
+    std::ofstream log(dir + "/" + name + "." + std::to_string(pid_) + ".log");
+    const std::lock_guard lock(mu_);
+    for (const auto& line : lines_) log << line.text << "\n";
+  }
 }
 
 void ChildProcess::Signal(int signal) const {

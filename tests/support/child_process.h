@@ -1,6 +1,10 @@
 // A child process for tests: started with posix_spawn, its stdout (and stderr, if asked) read line
 // by line as it comes, each line timed; SIGKILLed and reaped by the destructor if still running,
-// so that no test leaves one behind, also when it fails.
+// so that no test leaves one behind, also when it fails. Under a control plane's tests (EOC_KUBE_ENV
+// set) the whole output of the project's own programs (eoc-*) is kept in the plane's child-logs/
+// when it is destroyed, for
+// tests/scripts/no_secrets_in_logs.sh, and a test that makes a secret (a token) records it there
+// with RecordSecret.
 //
 //   eoc::testing::ChildProcess p({"/path/to/eoc-controller", "--kubeconfig", kc});
 //   auto at = p.WaitFor("LEADING x", std::chrono::seconds(30));   // nullopt on timeout
@@ -23,6 +27,10 @@
 #include <vector>
 
 namespace eoc::testing {
+
+// Records `secret` (a token, a key) that a test made, so that the check of every child's log for
+// secrets looks for it too. Does nothing outside a control plane's tests.
+void RecordSecret(const std::string& secret);
 
 class ChildProcess {
  public:
@@ -61,6 +69,7 @@ class ChildProcess {
 
   pid_t pid_ = -1;
   bool reaped_ = false;
+  std::string program_;  // argv[0]
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Line> lines_;  // guarded by mu_

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "eventually.h"
 #include "fleet_test.h"
 #include "manifests.h"
@@ -54,7 +55,9 @@ class AccessIntegrationTest : public testing::FleetTest {
                           {"spec", {{"expirationSeconds", 3600}}}};
     const auto answer = client_->Create(kServiceAccounts, ns_, request, "token");
     EXPECT_TRUE(answer) << (answer ? "" : answer.error().ToString());
-    return answer ? (*answer)["status"].value("token", "") : "";
+    std::string token = answer ? (*answer)["status"].value("token", "") : "";
+    testing::RecordSecret(token);  // looked for in every log after the suite
+    return token;
   }
 
   // Grants `verbs` on inferencepools/pick in the test's namespace to ServiceAccount `account`.
