@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Helm chart without a cluster: `helm lint --strict`; its CRDs the same files as crds/; its
 # version the project's; the rendered manifests' security settings, probes, ports and RBAC (read
-# by tests/chart/manifests.py); the namespaced mode; the alerts (promtool); the dashboard's
-# structure (tests/chart/dashboard.py); and bad values refused at install with a message that
-# names them (values.schema.json, and the templates' own checks).
+# by tests/chart/manifests.py): the authenticated defaults (flags, certificates, NetworkPolicy),
+# the pickers' Roles, auth none and cert-manager; the namespaced mode; the alerts (promtool); the
+# dashboard's structure (tests/chart/dashboard.py); and bad values refused at install with a
+# message that names them (values.schema.json, and the templates' own checks).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -37,11 +38,24 @@ helm template eoc-operator "$chart" --namespace eoc-system >"$work/default.yaml"
 helm template eoc-operator "$chart" --namespace eoc-system --set 'watchNamespaces={team-a,team-b}' \
   --set 'rbac.exporterNamespaces={gpu-operator}' --set rbac.podsProxy=true >"$work/namespaced.yaml" ||
   fail "helm template (namespaced)"
-helm template eoc-operator "$chart" --namespace eoc-system --set serviceMonitor.enabled=true \
-  --set networkPolicy.enabled=true --set 'networkPolicy.gatewayNamespaces={gateways}' \
-  >"$work/optional.yaml" || fail "helm template (ServiceMonitor, NetworkPolicy)"
+cat >"$work/optional-values.yaml" <<'EOF'
+serviceMonitor: {enabled: true}
+networkPolicy: {gatewayNamespaces: [gateways]}
+auth:
+  pickers:
+    - {namespace: team-a, users: ["eoc:gateway"]}
+    - {namespace: team-b, groups: ["eoc:gateways"], serviceAccounts: [gateways/nginx], verbs: [create, get, delete]}
+  metricsReaders: {serviceAccounts: [monitoring/prometheus-k8s]}
+EOF
+helm template eoc-operator "$chart" --namespace eoc-system --values "$work/optional-values.yaml" \
+  >"$work/optional.yaml" || fail "helm template (ServiceMonitor, NetworkPolicy, pickers)"
+helm template eoc-operator "$chart" --namespace eoc-system --set auth.pick=none --set auth.metrics=none \
+  --set tls.enabled=false --set networkPolicy.enabled=false >"$work/open.yaml" ||
+  fail "helm template (auth none, TLS and NetworkPolicy off)"
+helm template eoc-operator "$chart" --namespace eoc-system --set certManager.enabled=true \
+  >"$work/certmanager.yaml" || fail "helm template (cert-manager)"
 $py "$root/tests/chart/manifests.py" "$work/default.yaml" "$work/namespaced.yaml" \
-  "$work/optional.yaml" || fail "the rendered manifests (above)"
+  "$work/optional.yaml" "$work/open.yaml" "$work/certmanager.yaml" || fail "the rendered manifests (above)"
 
 # The alerts: the PrometheusRule's rules pass promtool check rules, and promtool test rules
 # (tests/chart/alerts_test.yaml) fires each in its scenario and none while the fleet is healthy.
@@ -85,7 +99,13 @@ refused "watchNamespaces" --set 'watchNamespaces={Bad_Name}'
 refused "leaderElection.enabled=false allows one replica only (replicaCount is 2)" --set leaderElection.enabled=false
 refused "digest" --set image.digest=latest
 refused "extraArgs" --set 'controller.extraArgs={leader-elect}'
-refused "networkPolicy.gatewayNamespaces or networkPolicy.extraPickFrom" --set networkPolicy.enabled=true
+refused "auth.pick must be one of the following" --set auth.pick=anyone
+refused "tls.clientCerts must be one of the following" --set tls.clientCerts=maybe
+refused "auth.pickers.0" --set 'auth.pickers[0].namespace=team-a'
+refused "auth.pickers.0.verbs.0 must be one of the following" --set 'auth.pickers[0].namespace=team-a' \
+  --set 'auth.pickers[0].users={eoc:gateway}' --set 'auth.pickers[0].verbs={update}'
+refused "with certManager.enabled its Certificate needs certManager.issuerRef of kind ClusterIssuer" \
+  --set certManager.enabled=true --set gateway.clientCertSecret.namespace=gateways
 # One replica without leader election is fine.
 helm template eoc-operator "$chart" --set leaderElection.enabled=false --set replicaCount=1 >/dev/null ||
   fail "one replica without leader election was refused"

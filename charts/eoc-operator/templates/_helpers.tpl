@@ -36,3 +36,52 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "eoc.namespaced" -}}
 {{- if .Values.watchNamespaces -}}true{{- end -}}
 {{- end -}}
+
+{{/* Whether either listener authenticates its callers with Kubernetes (TokenReview and
+SubjectAccessReview), so the controller's ServiceAccount needs to create both. */}}
+{{- define "eoc.reviews" -}}
+{{- if or (eq .Values.auth.pick "kubernetes") (eq .Values.auth.metrics "kubernetes") -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secrets of the certificates: the CA the chart makes, the listeners' serving certificate
+(with the CA in ca.crt), and the gateway's client certificate. */}}
+{{- define "eoc.caSecret" -}}{{ include "eoc.fullname" . }}-ca{{- end -}}
+{{- define "eoc.servingSecret" -}}{{ include "eoc.fullname" . }}-serving{{- end -}}
+{{- define "eoc.gatewaySecret" -}}
+{{- default (printf "%s-gateway-client" (include "eoc.fullname" .)) .Values.gateway.clientCertSecret.name -}}
+{{- end -}}
+{{- define "eoc.gatewaySecretNamespace" -}}
+{{- default .Release.Namespace .Values.gateway.clientCertSecret.namespace -}}
+{{- end -}}
+
+{{/* The DNS names the serving certificate holds: the pick, headless pick and metrics Services',
+short and qualified. */}}
+{{- define "eoc.servingNames" -}}
+{{- $ns := .Release.Namespace -}}
+{{- $names := list -}}
+{{- range $svc := list "pick" "pick-headless" "metrics" -}}
+{{- $base := printf "%s-%s" (include "eoc.fullname" $) $svc -}}
+{{- $names = concat $names (list $base (printf "%s.%s" $base $ns) (printf "%s.%s.svc" $base $ns) (printf "%s.%s.svc.cluster.local" $base $ns)) -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/* RBAC subjects from {users, groups, serviceAccounts ("namespace/name")}. */}}
+{{- define "eoc.subjects" -}}
+{{- range .users }}
+- kind: User
+  apiGroup: rbac.authorization.k8s.io
+  name: {{ . | quote }}
+{{- end }}
+{{- range .groups }}
+- kind: Group
+  apiGroup: rbac.authorization.k8s.io
+  name: {{ . | quote }}
+{{- end }}
+{{- range .serviceAccounts }}
+{{- $sa := splitList "/" . }}
+- kind: ServiceAccount
+  namespace: {{ index $sa 0 }}
+  name: {{ index $sa 1 }}
+{{- end }}
+{{- end -}}

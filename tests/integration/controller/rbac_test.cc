@@ -10,8 +10,9 @@
 // from the audit log, equals the set the chart grants, and what it does not need is refused
 // (Secrets, deleting Deployments, other namespaces).
 // The chart is installed with rbac.scaleTargets at Deployments only (the scenario scales one;
-// StatefulSets take the same two verbs). Assertions are on what was asked and granted, never on
-// how fast.
+// StatefulSets take the same two verbs), and with auth none and TLS off (so without the
+// auth-delegator ClusterRole, whose reviews this scenario does not make). Assertions are on what
+// was asked and granted, never on how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -94,7 +95,10 @@ class ChartRbacTest : public testing::FleetTest {
         "values.yaml", "watchNamespaces: [" + ns_ + "]\n" +
                            "rbac:\n  podsProxy: true\n"
                            "  scaleTargets:\n    - apiGroup: apps\n      resources: [deployments]\n"
-                           "controller:\n  podDeletionCost: always\n");
+                           "controller:\n  podDeletionCost: always\n"
+                           // The scenario's picks carry no credentials and its controller runs
+                           // off the pod, without the mounted certificates.
+                           "auth:\n  pick: none\n  metrics: none\ntls:\n  enabled: false\n");
     RunToEnd({kHelm, "install", kRelease, kChart, "--namespace", release_ns_, "--kubeconfig",
               plane_->Var("EOC_KUBECONFIG"), "--values", values_});
     installed_ = true;
