@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace eoc::server {
 
@@ -85,11 +86,25 @@ struct Header {
   std::string_view value;
 };
 
+// Who the client is, from the certificate it showed in the TLS handshake (verified against the
+// listener's client CA file): the subject's common name and each of its organizations, in the
+// certificate's order, as UTF-8. Bounded: a certificate with more than one common name, more than
+// kMaxOrganizations organizations, a name longer than kMaxNameBytes or a control character in one
+// is refused (its connection is closed after the handshake), never cut short.
+struct PeerCertificate {
+  static constexpr std::size_t kMaxNameBytes = 256;
+  static constexpr std::size_t kMaxOrganizations = 16;
+
+  std::string common_name;  // empty when the subject has none
+  std::vector<std::string> organizations;
+};
+
 // A request, as views into the server's buffers: valid only while the handler runs.
 class Request {
  public:
   Request(std::string_view method, std::string_view target, std::span<const Header> headers,
-          std::string_view body, internal::Deferrer* deferrer = nullptr);
+          std::string_view body, internal::Deferrer* deferrer = nullptr,
+          const PeerCertificate* peer_certificate = nullptr);
 
   // "GET", as sent: methods are case-sensitive.
   std::string_view method() const { return method_; }
@@ -104,6 +119,9 @@ class Request {
   // percent-encoded ("/v1/pools/{namespace}/{name}/pick": namespace, name).
   std::span<const std::string_view> params() const { return params_; }
   void set_params(std::span<const std::string_view> params) { params_ = params; }
+  // The client's verified certificate, or nullptr when it showed none (plain HTTP, or TLS
+  // without a client certificate). Read once a connection, after its handshake.
+  const PeerCertificate* peer_certificate() const { return peer_certificate_; }
 
   // Puts the request off: the handler returns without answering, and the connection waits for
   // the Later's Answer (reading nothing more meanwhile; pipelined requests wait their turn). What
@@ -120,6 +138,7 @@ class Request {
   std::string_view body_;
   std::span<const std::string_view> params_;
   internal::Deferrer* deferrer_ = nullptr;
+  const PeerCertificate* peer_certificate_ = nullptr;
 };
 
 // A response: 200, no headers of its own and an empty body until the handler says otherwise. The
