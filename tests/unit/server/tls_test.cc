@@ -21,6 +21,7 @@
 #include "files.h"
 #include "raw_client.h"
 #include "server/handlers.h"
+#include "server/pick_metrics.h"
 #include "server/server.h"
 #include "tls_client.h"
 
@@ -361,6 +362,9 @@ TEST_F(TlsServerTest, PlainHttpInsteadOfAClientHelloIsClosedAndCounted) {
   EXPECT_TRUE(plain.WaitForClose());
   EXPECT_TRUE(Await([&] { return server_->handshake_failures() == 1; }));
   EXPECT_EQ(Who(), "nobody") << "and the server goes on";
+  const auto families = PickConnectionMetrics(*server_);  // as the pick listener exports it
+  ASSERT_EQ(families.at(2).name, "eoc_pick_tls_handshake_failures_total");
+  EXPECT_EQ(families.at(2).metric.at(0).counter.value, 1);
 }
 
 TEST_F(TlsServerTest, AtTheCapAConnectionStillInItsHandshakeGivesWay) {
