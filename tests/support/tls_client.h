@@ -75,6 +75,11 @@ class TlsClient : public RawClient {
     return name.data();
   }
 
+  // Whether the server ended TLS with close_notify (not just a close of the socket).
+  bool ReceivedCloseNotify() const {
+    return (SSL_get_shutdown(ssl_.get()) & SSL_RECEIVED_SHUTDOWN) != 0;
+  }
+
   // The protocol agreed ("TLSv1.3").
   std::string Version() const { return SSL_get_version(ssl_.get()); }
 

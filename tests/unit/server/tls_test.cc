@@ -243,6 +243,7 @@ TEST_F(TlsServerTest, ConnectionCloseIsAnsweredThenClosed) {
   EXPECT_EQ(response->status, 200);
   EXPECT_EQ(response->header("connection"), "close");
   EXPECT_TRUE(client.WaitForClose());
+  EXPECT_TRUE(client.ReceivedCloseNotify());
 }
 
 TEST_F(TlsServerTest, RequiredClientCertificatesRefuseAClientWithoutOneOrFromAnotherCa) {
