@@ -18,8 +18,10 @@
 // header_timeout of the accept and counted as reading; a handshake that fails closes the
 // connection and is counted, nothing logged above debug. The client's verified certificate is read
 // once, after it. A lingering close sends close_notify and reads what comes for the same moment;
-// a put-off request's watch reads through TLS. The stream is the class's template parameter, so
-// that plain connections run the same code as before, with no indirection per operation.
+// a put-off request's watch reads through TLS without waiting (the socket is non-blocking; a
+// record that needs an answer of ours there, as a TLS 1.3 KeyUpdate, may then fail the
+// connection). The stream is the class's template parameter, so that plain connections run the
+// same code as before, with no indirection per operation.
 //
 // At max_connections, a new connection takes the place of the one that has waited longest on its
 // client: idle between requests, or still sending its request (a busy one, whose answer is being
