@@ -173,6 +173,10 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
 int Run(const Flags& flags) {
   const Logger log("controller");
   CheckWaitingCap(flags);
+  auto metrics_tls =
+      ListenerTls("--metrics", flags.metrics_tls_cert_file, flags.metrics_tls_key_file);
+  auto pick_tls = ListenerTls("--pick", flags.pick_tls_cert_file, flags.pick_tls_key_file,
+                              flags.pick_client_ca_file, flags.pick_client_certs);
   RaiseDescriptorLimit(flags, log);
   const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
   const kube::RestConfig& config = api.config;
@@ -255,10 +259,6 @@ int Run(const Flags& flags) {
   // Two listeners, as controller-runtime: metrics, and the kubelet's probes. The probes' is plain
   // HTTP, unless /metrics shares it: then both speak TLS when /metrics does.
   const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
-  auto metrics_tls =
-      ListenerTls("--metrics", flags.metrics_tls_cert_file, flags.metrics_tls_key_file);
-  auto pick_tls = ListenerTls("--pick", flags.pick_tls_cert_file, flags.pick_tls_key_file,
-                              flags.pick_client_ca_file, flags.pick_client_certs);
   auto health_server = Serve(flags.health_probe_bind_address, &readiness,
                              shared ? &metrics : nullptr, shared ? metrics_tls : std::nullopt);
   std::unique_ptr<eoc::server::HttpServer> metrics_server;
