@@ -68,7 +68,13 @@ struct Flags {
   int max_exporter_selectors_per_namespace = 4;
   std::vector<std::string> exporter_namespaces;  // besides each pool's own
   std::string carbon_sdk_allowed_cidrs;          // carbon::ParseCidrList's form
+  std::string metrics_tls_cert_file;
+  std::string metrics_tls_key_file;
   std::string pick_bind_address = ":8090";
+  std::string pick_tls_cert_file;
+  std::string pick_tls_key_file;
+  std::string pick_client_ca_file;
+  std::string pick_client_certs;  // none, request, require; empty: require with a CA file
   int pick_threads = 2;
   int pick_max_connections = 4096;
   std::size_t pick_max_waiting = eoc::server::PickEndpoint::kDefaultMaxWaiting;
@@ -133,13 +139,49 @@ std::vector<eoc::controller::carbon::Cidr> SdkAllowedCidrs(const Flags& flags) {
   return *std::move(cidrs);
 }
 
+// A listener's TLS from its flags (`flag` names them: "--pick"): none without a certificate file.
+// Throws naming the flags when they do not fit together.
+std::optional<eoc::server::TlsFiles> ListenerTls(const std::string& flag,
+                                                 const std::string& cert_file,
+                                                 const std::string& key_file,
+                                                 const std::string& client_ca_file = {},
+                                                 const std::string& client_certs = {}) {
+  using eoc::server::ClientCerts;
+  if (cert_file.empty() != key_file.empty()) {
+    throw std::runtime_error(flag + "-tls-cert-file and " + flag +
+                             "-tls-key-file go together: give both or neither");
+  }
+  if (cert_file.empty()) {
+    if (!client_ca_file.empty() || !client_certs.empty()) {
+      throw std::runtime_error(flag + "-client-ca-file and " + flag +
+                               "-client-certs need TLS: give " + flag + "-tls-cert-file and " +
+                               flag + "-tls-key-file");
+    }
+    return std::nullopt;
+  }
+  ClientCerts mode = client_ca_file.empty() ? ClientCerts::kNone : ClientCerts::kRequire;
+  if (client_certs == "none") mode = ClientCerts::kNone;
+  if (client_certs == "request") mode = ClientCerts::kRequest;
+  if (client_certs == "require") mode = ClientCerts::kRequire;
+  if ((mode == ClientCerts::kNone) != client_ca_file.empty()) {
+    throw std::runtime_error(flag + "-client-certs=" + client_certs + " and " + flag +
+                             "-client-ca-file go together: request and require need the CA "
+                             "file, none takes none");
+  }
+  return eoc::server::TlsFiles{.cert_file = cert_file,
+                               .key_file = key_file,
+                               .client_ca_file = client_ca_file,
+                               .client_certs = mode};
+}
+
 // `access`: who may read /metrics (null: anyone).
 std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
                                                const eoc::server::ReadinessChecks* readiness,
                                                const eoc::telemetry::Metrics* metrics,
+                                               std::optional<eoc::server::TlsFiles> tls,
                                                eoc::server::AccessControl* access) {
-  auto server = std::make_unique<eoc::server::HttpServer>(
-      eoc::server::ServerOptions{.address = address, .max_connections = kProbeListenerConnections});
+  auto server = std::make_unique<eoc::server::HttpServer>(eoc::server::ServerOptions{
+      .address = address, .max_connections = kProbeListenerConnections, .tls = std::move(tls)});
   if (readiness != nullptr) {
     server->Handle("GET", "/healthz", eoc::server::HealthzHandler());
     server->Handle("GET", "/readyz", eoc::server::ReadyzHandler(*readiness));
@@ -159,6 +201,20 @@ std::unique_ptr<eoc::server::HttpServer> Serve(const std::string& address,
 int Run(const Flags& flags) {
   const Logger log("controller");
   CheckWaitingCap(flags);
+  auto metrics_tls =
+      ListenerTls("--metrics", flags.metrics_tls_cert_file, flags.metrics_tls_key_file);
+  auto pick_tls = ListenerTls("--pick", flags.pick_tls_cert_file, flags.pick_tls_key_file,
+                              flags.pick_client_ca_file, flags.pick_client_certs);
+  // Bearer tokens over plain HTTP can be read by anyone on the path: allowed (a mesh may encrypt
+  // the hop), but said.
+  if (Checks(flags.pick_auth) && !pick_tls) {
+    log.Warn("--pick-auth kubernetes without TLS: callers' tokens cross the network in the clear",
+             {{"fix", "--pick-tls-cert-file and --pick-tls-key-file"}});
+  }
+  if (Checks(flags.metrics_auth) && !metrics_tls) {
+    log.Warn("--metrics-auth kubernetes without TLS: scrapers' tokens cross the network in the clear",
+             {{"fix", "--metrics-tls-cert-file and --metrics-tls-key-file"}});
+  }
   RaiseDescriptorLimit(flags, log);
   const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
   const kube::RestConfig& config = api.config;
@@ -253,13 +309,17 @@ int Run(const Flags& flags) {
   eoc::server::AccessControl* metrics_access = Checks(flags.metrics_auth) ? &access : nullptr;
 
   // Two listeners, as controller-runtime: metrics, and the kubelet's probes (which carry no
-  // credentials: /healthz and /readyz stay open, and say nothing of tenants).
+  // credentials: /healthz and /readyz stay open, and say nothing of tenants). The probes' is plain
+  // HTTP, unless /metrics shares it: then both speak TLS when /metrics does.
   const bool shared = flags.metrics_bind_address == flags.health_probe_bind_address;
-  auto health_server = Serve(flags.health_probe_bind_address, &readiness,
-                             shared ? &metrics : nullptr, metrics_access);
+  auto health_server =
+      Serve(flags.health_probe_bind_address, &readiness, shared ? &metrics : nullptr,
+            shared ? metrics_tls : std::nullopt, metrics_access);
   std::unique_ptr<eoc::server::HttpServer> metrics_server;
-  if (!shared)
-    metrics_server = Serve(flags.metrics_bind_address, nullptr, &metrics, metrics_access);
+  if (!shared) {
+    metrics_server =
+        Serve(flags.metrics_bind_address, nullptr, &metrics, metrics_tls, metrics_access);
+  }
 
   // The pick endpoint, on its own address and threads, routing from this replica's directory.
   eoc::server::PickMetrics pick_metrics;
@@ -273,6 +333,7 @@ int Run(const Flags& flags) {
   ticker.Start();
   // Every replica reports the picks waiting in its queues, for the leader's autoscaler.
   eoc::controller::DemandReporter demand(client, directory, replica, eoc::RealClock());
+  const bool pick_server_tls = pick_tls.has_value();
   eoc::server::HttpServer pick_server(
       {.address = flags.pick_bind_address,
        .threads = flags.pick_threads,
@@ -280,13 +341,16 @@ int Run(const Flags& flags) {
        .max_body_bytes = flags.pick_max_body_bytes,
        .max_body_bytes_in_flight = flags.pick_max_body_bytes_in_flight,
        .idle_timeout = std::chrono::seconds(flags.pick_idle_timeout_seconds),
-       .max_connections = static_cast<std::size_t>(flags.pick_max_connections)});
+       .max_connections = static_cast<std::size_t>(flags.pick_max_connections),
+       .tls = std::move(pick_tls)});
   pick_endpoint.Register(pick_server);
   metrics.AddCollector([&pick_server] { return eoc::server::PickConnectionMetrics(pick_server); });
   pick_server.Start();
   log.Info("serving", {{"metrics", flags.metrics_bind_address},
                        {"health", flags.health_probe_bind_address},
-                       {"picks", flags.pick_bind_address}});
+                       {"picks", flags.pick_bind_address},
+                       {"metrics_tls", metrics_tls.has_value()},
+                       {"picks_tls", pick_server_tls}});
 
   std::unique_ptr<kube::Client> elector_client;
   if (flags.leader_elect) {
@@ -368,6 +432,12 @@ int main(int argc, char** argv) {
   app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
                  "host:port for /healthz and /readyz")
       ->capture_default_str();
+  app.add_option("--metrics-tls-cert-file", f.metrics_tls_cert_file,
+                 "PEM certificate (then intermediates) to serve /metrics over TLS with; read "
+                 "again when it changes. When /metrics shares the probes' address, the probes "
+                 "are served over TLS too (probe scheme HTTPS)");
+  app.add_option("--metrics-tls-key-file", f.metrics_tls_key_file,
+                 "PEM private key of --metrics-tls-cert-file");
   app.add_option("--reconcile-workers", f.reconcile_workers,
                  "pools reconciled at once (each pool by one worker at a time)")
       ->check(CLI::Range(1, 64))
@@ -438,6 +508,17 @@ int main(int argc, char** argv) {
   app.add_option("--pick-bind-address", f.pick_bind_address,
                  "host:port of the pick endpoint that gateways call")
       ->capture_default_str();
+  app.add_option("--pick-tls-cert-file", f.pick_tls_cert_file,
+                 "PEM certificate (then intermediates) to serve the pick endpoint over TLS with "
+                 "(TLS 1.2 or later); read again when it changes, for new connections");
+  app.add_option("--pick-tls-key-file", f.pick_tls_key_file,
+                 "PEM private key of --pick-tls-cert-file");
+  app.add_option("--pick-client-ca-file", f.pick_client_ca_file,
+                 "PEM CA certificates that pick clients' certificates must chain to (mTLS)");
+  app.add_option("--pick-client-certs", f.pick_client_certs,
+                 "client certificates on the pick endpoint: none, request (verified when "
+                 "sent) or require (default: require with --pick-client-ca-file, else none)")
+      ->check(CLI::IsMember({"none", "request", "require"}));
   app.add_option("--pick-threads", f.pick_threads, "I/O threads of the pick endpoint")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

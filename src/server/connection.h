@@ -14,6 +14,15 @@
 // dropped for a moment, so that closing with unread bytes (which makes the kernel send RST) does
 // not destroy the answer before the client reads it.
 //
+// Over TLS (a StreamConnection on an ssl::stream) the handshake comes first, within
+// header_timeout of the accept and counted as reading; a handshake that fails closes the
+// connection and is counted, nothing logged above debug. The client's verified certificate is read
+// once, after it. A lingering close sends close_notify and reads what comes for the same moment;
+// a put-off request's watch reads through TLS without waiting (the socket is non-blocking; a
+// record that needs an answer of ours there, as a TLS 1.3 KeyUpdate, may then fail the
+// connection). The stream is the class's template parameter, so that plain connections run the
+// same code as before, with no indirection per operation.
+//
 // At max_connections, a new connection takes the place of the one that has waited longest on its
 // client: idle between requests, or still sending its request (a busy one, whose answer is being
 // made or sent, is never closed for another). Only when every open connection is busy is the new
@@ -23,6 +32,7 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -36,6 +46,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +54,7 @@
 #include "server/http.h"
 #include "server/path_table.h"
 #include "server/server.h"
+#include "server/tls.h"
 #include "telemetry/logging.h"
 
 namespace eoc::server::internal {
@@ -75,6 +87,11 @@ class ServerCore {
   std::size_t open_connections() const;
   // Connections closed to make room for new ones, since the start.
   std::uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
+  // TLS handshakes that failed, and client certificates refused, since the start.
+  std::uint64_t handshake_failures() const {
+    return handshake_failures_.load(std::memory_order_relaxed);
+  }
+  void CountHandshakeFailure() { handshake_failures_.fetch_add(1, std::memory_order_relaxed); }
 
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
   // From now on no connection is admitted and none is kept alive; each open one finishes what it
@@ -90,6 +107,7 @@ class ServerCore {
 
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> evicted_{0};
+  std::atomic<std::uint64_t> handshake_failures_{0};
   mutable std::mutex mu_;
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections_;  // guarded by mu_
 };
@@ -118,24 +136,25 @@ class Pending {
   std::function<void(server::Abandon)> on_abandon_;  // set and run on the connection's thread
 };
 
+// A connection as the server sees it, whatever its stream: what the cap, the sweep, the stop and a
+// put-off request's answer need (none of it on the path of a request that is not put off).
 class Connection : public std::enable_shared_from_this<Connection>, public Deferrer {
  public:
-  Connection(boost::asio::ip::tcp::socket socket, ServerCore& core);
-  ~Connection() override;
+  ~Connection() override;  // unregisters it
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   Connection(Connection&&) = delete;
   Connection& operator=(Connection&&) = delete;
 
   // All may be called from any thread; the work happens on the connection's thread.
-  void Start();
-  void Close();
-  void CloseIfExpired();  // ServerCore::Sweep's part
-  void Shutdown();        // ServerCore::BeginStop's part
+  virtual void Start() = 0;
+  virtual void Close() = 0;
+  virtual void CloseIfExpired() = 0;  // ServerCore::Sweep's part
+  virtual void Shutdown() = 0;        // ServerCore::BeginStop's part
   // A put-off request's answer (Pending::Answer).
-  void Deliver(std::function<void(Response&)> fill);
+  virtual void Deliver(std::function<void(Response&)> fill) = 0;
   // A put-off request handed to its handler again (Pending::Retry).
-  void Redispatch();
+  virtual void Redispatch() = 0;
 
   // For the choice at the cap; read from any thread.
   Phase phase() const { return phase_.load(std::memory_order_relaxed); }
@@ -143,15 +162,56 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   // When the connection times out (steady_clock ticks), for the sweep; read from any thread.
   std::int64_t deadline() const { return deadline_.load(std::memory_order_relaxed); }
 
+ protected:
+  // In `phase` since now, with header_timeout from now (the accept).
+  Connection(ServerCore& core, Phase phase);
+
+  void SetPhase(Phase phase);
+  void ExpireIn(std::chrono::milliseconds timeout);
+  void ExpireNever();
+
+  ServerCore& core_;
+
+ private:
+  std::atomic<Phase> phase_;
+  std::atomic<std::int64_t> phase_since_{0};
+  std::atomic<std::int64_t> deadline_{0};
+};
+
+// A connection on `Stream`: a tcp::socket (plain HTTP) or an ssl::stream over one (HTTPS). Both
+// are instantiated in connection.cc.
+template <typename Stream>
+class StreamConnection final : public Connection {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, boost::asio::ip::tcp::socket>;
+
+  // `context`: over TLS, that of the server's files at the accept; nullptr for plain HTTP.
+  StreamConnection(boost::asio::ip::tcp::socket socket, ServerCore& core,
+                   std::shared_ptr<TlsContext> context);
+  ~StreamConnection() override;
+  StreamConnection(const StreamConnection&) = delete;
+  StreamConnection& operator=(const StreamConnection&) = delete;
+  StreamConnection(StreamConnection&&) = delete;
+  StreamConnection& operator=(StreamConnection&&) = delete;
+
+  void Start() override;
+  void Close() override;
+  void CloseIfExpired() override;
+  void Shutdown() override;
+  void Deliver(std::function<void(Response&)> fill) override;
+  void Redispatch() override;
   Later Defer() override;  // Request::Defer, on its thread while the handler runs
 
  private:
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
-  void SetPhase(Phase phase);
-  void ExpireIn(std::chrono::milliseconds timeout);
-  void ExpireNever();
+  std::shared_ptr<StreamConnection> Self() {
+    return std::static_pointer_cast<StreamConnection>(shared_from_this());
+  }
+  static Stream MakeStream(boost::asio::ip::tcp::socket socket, TlsContext* context);
+  boost::asio::ip::tcp::socket& Socket();  // the stream's, or under its TLS
   void CloseSocket();
+  void OnHandshake(boost::beast::error_code ec);
   void WaitForRequest(std::chrono::milliseconds timeout);
   void ReadHeader();
   void OnHeader(boost::beast::error_code ec);
@@ -169,6 +229,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   void OnReadError(boost::beast::error_code ec, bool header_done);
   void Dispatch();
   void WatchWhileDeferred();
+  // The watch's end: the client is gone (or sent more than buffer_ holds).
+  void OnClientGone();
   // Reads what has arrived behind a put-off request into buffer_; false when the client is gone
   // (end of stream, an error) or has sent more than buffer_ holds.
   bool ReadAheadWhileDeferred();
@@ -178,8 +240,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   void LingerThenClose();
   void Drain();
 
-  ServerCore& core_;
-  boost::asio::ip::tcp::socket socket_;
+  std::shared_ptr<TlsContext> context_;  // TLS only: what stream_ was made with
+  Stream stream_;
+  std::optional<PeerCertificate> peer_;  // TLS only: the client's, read after the handshake
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::vector<Header> headers_;  // views into parser_'s message, for Request; reused
@@ -211,9 +274,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public Defer
   std::shared_ptr<Pending> pending_;  // while a request is put off
   std::uint64_t watch_ = 0;           // numbers the watches of put-off requests
   int attempt_ = 0;                   // the request's handlings before this one (Redispatch)
-  std::atomic<Phase> phase_{Phase::kIdle};
-  std::atomic<std::int64_t> phase_since_{0};
-  std::atomic<std::int64_t> deadline_{0};
 };
+
+using PlainConnection = StreamConnection<boost::asio::ip::tcp::socket>;
+using TlsConnection = StreamConnection<boost::asio::ssl::stream<boost::asio::ip::tcp::socket>>;
 
 }  // namespace eoc::server::internal

@@ -30,13 +30,15 @@ bool IsToken(std::string_view text) {
 }  // namespace
 
 Request::Request(std::string_view method, std::string_view target, std::span<const Header> headers,
-                 std::string_view body, internal::Deferrer* deferrer)
+                 std::string_view body, internal::Deferrer* deferrer,
+                 const PeerCertificate* peer_certificate)
     : method_(method),
       target_(target),
       path_(target),
       headers_(headers),
       body_(body),
-      deferrer_(deferrer) {
+      deferrer_(deferrer),
+      peer_certificate_(peer_certificate) {
   if (const std::size_t q = target.find('?'); q != std::string_view::npos) {
     path_ = target.substr(0, q);
     query_ = target.substr(q + 1);

@@ -92,9 +92,16 @@ struct Header {
   std::string_view value;
 };
 
-// The subject of a client's certificate, once TLS has verified it against the server's client CA.
+// Who the client is, from the certificate it showed in the TLS handshake (verified against the
+// listener's client CA file): the subject's common name and each of its organizations, in the
+// certificate's order, as UTF-8. Bounded: a certificate with more than one common name, more than
+// kMaxOrganizations organizations, a name longer than kMaxNameBytes or a control character in one
+// is refused (its connection is closed after the handshake), never cut short.
 struct PeerCertificate {
-  std::string common_name;
+  static constexpr std::size_t kMaxNameBytes = 256;
+  static constexpr std::size_t kMaxOrganizations = 16;
+
+  std::string common_name;  // empty when the subject has none
   std::vector<std::string> organizations;
 };
 
@@ -102,7 +109,8 @@ struct PeerCertificate {
 class Request {
  public:
   Request(std::string_view method, std::string_view target, std::span<const Header> headers,
-          std::string_view body, internal::Deferrer* deferrer = nullptr);
+          std::string_view body, internal::Deferrer* deferrer = nullptr,
+          const PeerCertificate* peer_certificate = nullptr);
 
   // "GET", as sent: methods are case-sensitive.
   std::string_view method() const { return method_; }
@@ -117,10 +125,9 @@ class Request {
   // percent-encoded ("/v1/pools/{namespace}/{name}/pick": namespace, name).
   std::span<const std::string_view> params() const { return params_; }
   void set_params(std::span<const std::string_view> params) { params_ = params; }
-
-  // The client's verified certificate, or null (plain HTTP, or TLS without one).
+  // The client's verified certificate, or nullptr when it showed none (plain HTTP, or TLS
+  // without a client certificate). Read once a connection, after its handshake.
   const PeerCertificate* peer_certificate() const { return peer_certificate_; }
-  void set_peer_certificate(const PeerCertificate* peer) { peer_certificate_ = peer; }
   // How many times the request has been handed to its handler before (Later::Retry).
   int attempt() const { return attempt_; }
   void set_attempt(int attempt) { attempt_ = attempt; }

@@ -274,6 +274,10 @@ std::vector<prometheus::MetricFamily> PickConnectionMetrics(const HttpServer& se
                           "Connections closed at --pick-max-connections to admit a new one (the "
                           "longest idle or stalled).",
                           MetricType::Counter, static_cast<double>(server.evicted_connections())));
+  out.push_back(OneSeries("eoc_pick_tls_handshake_failures_total",
+                          "TLS handshakes with the pick endpoint that did not complete (refused, "
+                          "malformed, timed out or cut), and client certificates past the bounds.",
+                          MetricType::Counter, static_cast<double>(server.handshake_failures())));
   out.push_back(OneSeries("eoc_pick_requests_shed_total",
                           "Pick requests answered 503 because their bodies would have passed "
                           "--pick-max-body-bytes-in-flight.",

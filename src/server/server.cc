@@ -10,12 +10,14 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "server/address.h"
 #include "server/connection.h"
+#include "server/tls.h"
 
 namespace eoc::server {
 namespace {
@@ -42,6 +44,20 @@ ServerOptions Validated(ServerOptions options) {
     throw std::invalid_argument(
         "server max_body_bytes_in_flight (" + std::to_string(options.max_body_bytes_in_flight) +
         ") must be at least max_body_bytes (" + std::to_string(options.max_body_bytes) + ")");
+  }
+  if (options.tls) {
+    const TlsFiles& tls = *options.tls;
+    if (tls.cert_file.empty() || tls.key_file.empty()) {
+      throw std::invalid_argument("server TLS needs a certificate file and a key file");
+    }
+    if ((tls.client_certs == ClientCerts::kNone) != tls.client_ca_file.empty()) {
+      throw std::invalid_argument(
+          "server TLS: a client CA file goes with client certificates requested or required, and "
+          "only with them");
+    }
+    if (tls.check_interval.count() <= 0) {
+      throw std::invalid_argument("server TLS check_interval must be positive");
+    }
   }
   for (const auto timeout : {options.header_timeout, options.idle_timeout, options.body_timeout,
                              options.write_timeout, options.drain_timeout}) {
@@ -131,6 +147,7 @@ class HttpServer::Impl {
     sweep.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
       core.Sweep();
+      if (tls) tls->Poll(std::chrono::steady_clock::now());
       const std::lock_guard lock(acceptor_mu);
       if (sweeping) Sweep();
     });
@@ -140,7 +157,13 @@ class HttpServer::Impl {
     SetCloseOnExec(socket);
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);  // answers are one write: send it at once
-    auto connection = std::make_shared<internal::Connection>(std::move(socket), core);
+    std::shared_ptr<internal::Connection> connection;
+    if (tls) {
+      connection =
+          std::make_shared<internal::TlsConnection>(std::move(socket), core, tls->current());
+    } else {
+      connection = std::make_shared<internal::PlainConnection>(std::move(socket), core, nullptr);
+    }
     switch (core.Register(connection)) {
       case internal::ServerCore::Admission::kAdmitted:
         connection->Start();
@@ -185,6 +208,8 @@ class HttpServer::Impl {
   net::steady_timer sweep{accept_context};  // guarded by acceptor_mu
   bool sweeping = false;                    // guarded by acceptor_mu
   std::size_t next_context = 0;             // guarded by acceptor_mu
+  // The TLS files' context, made at Start(); then used on the accept thread alone.
+  std::optional<internal::TlsContexts> tls;
   std::vector<std::thread> threads;
   std::uint16_t port = 0;
   bool started = false;
@@ -204,6 +229,7 @@ void HttpServer::Handle(std::string_view method, std::string_view path, Handler 
 void HttpServer::Start() {
   Impl& s = *impl_;
   if (s.started) throw std::logic_error("HttpServer::Start called twice");
+  if (s.core.options.tls) s.tls.emplace(*s.core.options.tls, s.core.log);  // throws naming a file
   const std::string where = "listen on " + s.core.options.address;
   boost::system::error_code ec;
   s.acceptor.open(s.endpoint.protocol(), ec);
@@ -229,9 +255,10 @@ void HttpServer::Start() {
     s.threads.emplace_back([&s, &io = *context] { s.Run(io); });
   }
   s.threads.emplace_back([&s] { s.Run(s.accept_context); });
-  s.core.log.Info(
-      "listening",
-      {{"address", s.core.options.address}, {"port", s.port}, {"threads", s.core.options.threads}});
+  s.core.log.Info("listening", {{"address", s.core.options.address},
+                                {"port", s.port},
+                                {"threads", s.core.options.threads},
+                                {"tls", s.tls.has_value()}});
 }
 
 std::uint16_t HttpServer::port() const { return impl_->port; }
@@ -239,6 +266,8 @@ std::uint16_t HttpServer::port() const { return impl_->port; }
 std::size_t HttpServer::open_connections() const { return impl_->core.open_connections(); }
 
 std::uint64_t HttpServer::evicted_connections() const { return impl_->core.evicted(); }
+
+std::uint64_t HttpServer::handshake_failures() const { return impl_->core.handshake_failures(); }
 
 std::uint64_t HttpServer::shed_requests() const { return impl_->core.bodies.shed(); }
 

@@ -27,12 +27,32 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "server/http.h"
 
 namespace eoc::server {
+
+// Which clients must show a certificate, under TLS.
+enum class ClientCerts : std::uint8_t {
+  kNone,     // none is asked for
+  kRequest,  // asked for; one that is sent must chain to client_ca_file, or the handshake fails
+  kRequire,  // the handshake fails without a certificate that chains to client_ca_file
+};
+
+// The files of a TLS listener, in PEM. They are read at Start() and again whenever their content
+// changes (checked every check_interval, by path, so a Secret volume's swapped `..data` symlink
+// is followed): a new set that loads serves the connections accepted from then on; one that does
+// not (unreadable, a key that does not match its certificate) is logged and the old one kept.
+struct TlsFiles {
+  std::string cert_file;       // the server's certificate, then any intermediates
+  std::string key_file;        // its private key
+  std::string client_ca_file;  // the CAs client certificates must chain to; with kRequest/kRequire
+  ClientCerts client_certs = ClientCerts::kNone;
+  std::chrono::milliseconds check_interval = std::chrono::seconds(2);
+};
 
 struct ServerOptions {
   // host:port. An IP address (IPv6 in brackets: "[::1]:8080"), "localhost", or nothing for every
@@ -64,11 +84,17 @@ struct ServerOptions {
   std::size_t max_connections = 1024;
   // How long Stop() lets connections finish sending their answers before it closes them.
   std::chrono::milliseconds drain_timeout = std::chrono::seconds(5);
+  // TLS (1.2 or 1.3; Mozilla's intermediate ciphers; no renegotiation, no compression), or plain
+  // HTTP without it. The handshake must end within header_timeout of the accept; until then the
+  // connection counts as sending its request (for the cap). A client's verified certificate
+  // reaches handlers (Request::peer_certificate).
+  std::optional<TlsFiles> tls;
 };
 
 class HttpServer {
  public:
-  // Throws std::invalid_argument for a malformed address or a limit below 1.
+  // Throws std::invalid_argument for a malformed address, a limit below 1, or TLS options that do
+  // not fit together (no cert or key file; a client CA file with kNone, or none with the others).
   explicit HttpServer(ServerOptions options = {});
   ~HttpServer();  // Stop()s
   HttpServer(const HttpServer&) = delete;
@@ -84,7 +110,8 @@ class HttpServer {
               BodyUse body = BodyUse::kRead);
 
   // Binds, listens and starts the I/O threads. Throws std::runtime_error naming the address when
-  // it cannot listen there (in use, not local), std::logic_error when called twice.
+  // it cannot listen there (in use, not local), or the file when a TLS file cannot be loaded;
+  // std::logic_error when called twice.
   void Start();
 
   // The port listened on (the one the system chose when asked for port 0); 0 before Start().
@@ -94,6 +121,10 @@ class HttpServer {
   std::size_t open_connections() const;
   // Connections closed to make room for new ones at max_connections, since Start().
   std::uint64_t evicted_connections() const;
+  // TLS handshakes that did not complete (refused, malformed, timed out, given up by the client, or
+  // cut for a new connection at the cap), and client certificates past PeerCertificate's bounds,
+  // since Start(): each closes its connection without a log line above debug.
+  std::uint64_t handshake_failures() const;
   // Requests answered 503 because their bodies would have passed max_body_bytes_in_flight, since
   // Start(); and the body bytes held now.
   std::uint64_t shed_requests() const;

@@ -1,7 +1,7 @@
 // A deliberately simple HTTP client over a raw TCP socket to loopback, for tests of servers: it
 // sends exactly the bytes a test gives it (well-formed or not), reads one response at a time, and
 // can tell when the server has closed the connection. Every wait has a deadline, so a broken server
-// fails the test instead of hanging it.
+// fails the test instead of hanging it. TlsClient (tls_client.h) is the same over TLS.
 #pragma once
 
 #include <arpa/inet.h>
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,7 +56,7 @@ class RawClient {
       throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
     }
   }
-  ~RawClient() { close(fd_); }
+  virtual ~RawClient() { close(fd_); }
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
   RawClient(RawClient&&) = delete;
@@ -64,7 +65,7 @@ class RawClient {
   // False when the server has closed or reset the connection.
   bool Send(std::string_view bytes) const {
     while (!bytes.empty()) {
-      const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      const ssize_t n = WriteSome(bytes);
       if (n <= 0) return false;
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -125,6 +126,24 @@ class RawClient {
   // Whatever has arrived and not been read as a response yet.
   const std::string& pending() const { return buffer_; }
 
+ protected:
+  int fd() const { return fd_; }
+
+  // The transport (plain here; TLS in TlsClient). Writes some of `bytes`: how many, or 0 or less
+  // when the connection is gone.
+  virtual ssize_t WriteSome(std::string_view bytes) const {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
+  // Bytes it holds already read from the socket, so that it need not wait for the socket.
+  virtual bool HasBuffered() const { return false; }
+  // Reads what has arrived into `into`: how many bytes (0: nothing for the caller yet), or nullopt
+  // at the end of the connection or an error.
+  virtual std::optional<std::size_t> ReadSomeInto(std::span<char> into) {
+    const ssize_t n = recv(fd_, into.data(), into.size(), 0);
+    if (n <= 0) return std::nullopt;  // EOF, or a reset
+    return static_cast<std::size_t>(n);
+  }
+
  private:
   static constexpr int kData = 1;
   static constexpr int kClosed = 0;
@@ -136,14 +155,16 @@ class RawClient {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return kTimedOut;
-    pollfd pfd{.fd = fd_, .events = POLLIN, .revents = 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
-    if (ready == 0) return kTimedOut;
-    if (ready < 0) return errno == EINTR ? kData : kClosed;
+    if (!HasBuffered()) {
+      pollfd pfd{.fd = fd_, .events = POLLIN, .revents = 0};
+      const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+      if (ready == 0) return kTimedOut;
+      if (ready < 0) return errno == EINTR ? kData : kClosed;
+    }
     std::array<char, 16384> chunk{};
-    const ssize_t n = recv(fd_, chunk.data(), chunk.size(), 0);
-    if (n <= 0) return kClosed;  // EOF, or a reset
-    buffer_.append(chunk.data(), static_cast<std::size_t>(n));
+    const std::optional<std::size_t> n = ReadSomeInto(chunk);
+    if (!n) return kClosed;
+    buffer_.append(chunk.data(), *n);
     return kData;
   }
 

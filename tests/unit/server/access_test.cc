@@ -37,9 +37,7 @@ class AccessControlTest : public ::testing::Test {
   // A request with these headers (and this client certificate).
   Request Make(const std::vector<Header>& headers, const PeerCertificate* cert = nullptr) {
     headers_ = headers;
-    Request request("POST", "/v1/pick", headers_, "");
-    request.set_peer_certificate(cert);
-    return request;
+    return {"POST", "/v1/pick", headers_, "", nullptr, cert};
   }
 
   // Check, counting `when_known` runs in known_.

@@ -571,14 +571,16 @@ TEST_F(HttpServerTest, AtTheCapTheConnectionIdleLongestGivesWay) {
   EXPECT_EQ(server_->evicted_connections(), 1U);
   // The same two figures, as the pick listener exports them, beside the bodies' two.
   const auto families = PickConnectionMetrics(*server_);
-  ASSERT_EQ(families.size(), 4U);
+  ASSERT_EQ(families.size(), 5U);
   EXPECT_EQ(families[0].name, "eoc_pick_connections");
   EXPECT_EQ(families[0].metric.at(0).gauge.value, 2);
   EXPECT_EQ(families[1].name, "eoc_pick_connections_evicted_total");
   EXPECT_EQ(families[1].metric.at(0).counter.value, 1);
-  EXPECT_EQ(families[2].name, "eoc_pick_requests_shed_total");
+  EXPECT_EQ(families[2].name, "eoc_pick_tls_handshake_failures_total");
   EXPECT_EQ(families[2].metric.at(0).counter.value, 0);
-  EXPECT_EQ(families[3].name, "eoc_pick_body_bytes");
+  EXPECT_EQ(families[3].name, "eoc_pick_requests_shed_total");
+  EXPECT_EQ(families[3].metric.at(0).counter.value, 0);
+  EXPECT_EQ(families[4].name, "eoc_pick_body_bytes");
 }
 
 TEST_F(HttpServerTest, HalfOpenConnectionsBeyondTheCapDoNotLockOutAWellBehavedClient) {
