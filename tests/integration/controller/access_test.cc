@@ -2,10 +2,13 @@
 // --metrics-auth kubernetes asks the API server's TokenReview and SubjectAccessReview about
 // ServiceAccount tokens, and a Role granting inferencepools/pick in the test's namespace lets its
 // holder pick there and nowhere else; a pool of another namespace is refused alike whether it
-// exists or not. Assertions are on answers, never on how fast they came.
+// exists or not. Over TLS, a gateway's client certificate is a user under the prefix, granted by
+// the same kind of Role. Assertions are on answers, never on how fast they came.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,7 +16,9 @@
 #include "eventually.h"
 #include "fleet_test.h"
 #include "manifests.h"
+#include "pki.h"
 #include "raw_client.h"
+#include "tls_client.h"
 
 namespace eoc::controller {
 namespace {
@@ -62,6 +67,10 @@ class AccessIntegrationTest : public testing::FleetTest {
 
   // Grants `verbs` on inferencepools/pick in the test's namespace to ServiceAccount `account`.
   void GrantPick(const std::string& account, const std::vector<std::string>& verbs) const {
+    GrantPickTo({{"kind", "ServiceAccount"}, {"name", account}, {"namespace", ns_}}, verbs);
+  }
+  // The same to any RBAC subject.
+  void GrantPickTo(const json& subject, const std::vector<std::string>& verbs) const {
     const json role = {
         {"metadata", {{"name", "pick"}}},
         {"rules",
@@ -71,7 +80,7 @@ class AccessIntegrationTest : public testing::FleetTest {
         {"metadata", {{"name", "pick"}}},
         {"roleRef",
          {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "pick"}}},
-        {"subjects", {{{"kind", "ServiceAccount"}, {"name", account}, {"namespace", ns_}}}}};
+        {"subjects", {subject}}};
     ASSERT_TRUE(client_->Create(kRoleBindings, ns_, binding));
   }
 
@@ -152,6 +161,71 @@ TEST_F(AccessIntegrationTest, ARoleGrantsPicksInItsNamespaceAndNothingOutside) {
   // No token reached the controller's log.
   EXPECT_THAT(controller_->Output(), ::testing::Not(::testing::HasSubstr(picker)));
   EXPECT_THAT(controller_->Output(), ::testing::Not(::testing::HasSubstr(stranger)));
+}
+
+// The pick port over TLS, asking for client certificates of the test's CA: a certificate is its
+// user and groups under --client-cert-user-prefix, granted by a Role like any user.
+class AccessTlsIntegrationTest : public AccessIntegrationTest {
+ protected:
+  void BeforeController() override {
+    pki_.SelfSigned("ca", "/CN=eoc test client CA");
+    pki_.SelfSigned("server", "/CN=eoc-pick");
+    pki_.Signed("gateway", "/CN=gateway/O=gateways", "ca");
+    pki_.Signed("intruder", "/CN=intruder/O=gateways-not", "ca");
+    pki_.Signed("masters", "/CN=admin/O=system:masters", "ca");
+    pki_.SelfSigned("rogue-ca", "/CN=someone else's CA");
+    pki_.Signed("rogue", "/CN=gateway/O=gateways", "rogue-ca");
+  }
+  std::vector<std::string> ControllerFlags() const override {
+    auto flags = AccessIntegrationTest::ControllerFlags();
+    flags.insert(flags.end(),
+                 {"--pick-tls-cert-file", pki_.Cert("server"), "--pick-tls-key-file",
+                  pki_.Key("server"), "--pick-client-ca-file", pki_.Cert("ca"),
+                  "--pick-client-certs", "request", "--client-cert-user-prefix", "eoc:"});
+    return flags;
+  }
+
+  // A JSON pick over TLS with client certificate `name` ("" for none); status 0 when the
+  // handshake failed, -1 when nothing listens yet.
+  int PickAs(const std::string& name, const std::string& pool) const {
+    testing::TlsClientOptions options;
+    if (!name.empty()) options = {.cert_file = pki_.Cert(name), .key_file = pki_.Key(name)};
+    std::optional<testing::TlsClient> connected;
+    try {
+      connected.emplace(static_cast<std::uint16_t>(pick_port_), options);
+    } catch (const std::runtime_error&) {
+      return -1;
+    }
+    testing::TlsClient& client = *connected;
+    if (!client.Handshake()) return 0;
+    const std::string body = json{{"pool", pool}, {"prompt_tokens", 1}}.dump();
+    if (!client.Send("POST /v1/pick HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body)) {
+      return 0;
+    }
+    const auto response = client.ReadResponse();
+    return response ? response->status : 0;
+  }
+
+  testing::Pki pki_;
+};
+
+TEST_F(AccessTlsIntegrationTest, AClientCertificateIsAUserUnderThePrefixGrantedByARole) {
+  ASSERT_TRUE(client_->Create(resources::kDeployments, ns_, testing::WorkerDeployment("w", 1)));
+  ASSERT_TRUE(client_->Create(
+      kPools, ns_, testing::PoolOf("w", {{"intervalSeconds", 1}, {"timeoutSeconds", 1}})));
+  GrantPickTo(
+      {{"kind", "Group"}, {"name", "eoc:gateways"}, {"apiGroup", "rbac.authorization.k8s.io"}},
+      {"create"});
+  ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+
+  ASSERT_TRUE(Eventually([&] { return PickAs("gateway", ns_ + "/w") == 200; }, kPatience))
+      << controller_->Output();
+  EXPECT_EQ(PickAs("gateway", other_ + "/w"), 403) << "the Role is the test namespace's only";
+  EXPECT_EQ(PickAs("intruder", ns_ + "/w"), 403) << "a certificate of the CA, not in the group";
+  EXPECT_EQ(PickAs("masters", ns_ + "/w"), 401) << "no certificate may claim system:masters";
+  EXPECT_EQ(PickAs("", ns_ + "/w"), 401) << "TLS without a certificate or a token";
+  EXPECT_EQ(PickAs("rogue", ns_ + "/w"), 0) << "a certificate of another CA fails the handshake";
 }
 
 }  // namespace
