@@ -33,6 +33,7 @@
 #include "routing/pool_directory.h"
 #include "server/access.h"
 #include "server/access_gate.h"
+#include "server/caller_caps.h"
 #include "server/handlers.h"
 #include "server/pick_endpoint.h"
 #include "server/pick_metrics.h"
@@ -78,6 +79,9 @@ struct Flags {
   int pick_threads = 2;
   int pick_max_connections = 4096;
   std::size_t pick_max_waiting = eoc::server::PickEndpoint::kDefaultMaxWaiting;
+  std::size_t pick_max_waiting_per_caller =
+      eoc::server::CallerCaps::Options{}.max_waiting_per_caller;
+  std::size_t pick_max_waiting_per_user = eoc::server::CallerCaps::Options{}.max_waiting_per_user;
   std::size_t pick_max_header_bytes = std::size_t{16} * 1024;
   std::size_t pick_max_body_bytes = std::size_t{1024} * 1024;
   std::size_t pick_max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
@@ -212,8 +216,9 @@ int Run(const Flags& flags) {
              {{"fix", "--pick-tls-cert-file and --pick-tls-key-file"}});
   }
   if (Checks(flags.metrics_auth) && !metrics_tls) {
-    log.Warn("--metrics-auth kubernetes without TLS: scrapers' tokens cross the network in the clear",
-             {{"fix", "--metrics-tls-cert-file and --metrics-tls-key-file"}});
+    log.Warn(
+        "--metrics-auth kubernetes without TLS: scrapers' tokens cross the network in the clear",
+        {{"fix", "--metrics-tls-cert-file and --metrics-tls-key-file"}});
   }
   RaiseDescriptorLimit(flags, log);
   const eoc::cli::Connection api = eoc::cli::Connect(flags.kube);
@@ -324,11 +329,14 @@ int Run(const Flags& flags) {
   // The pick endpoint, on its own address and threads, routing from this replica's directory.
   eoc::server::PickMetrics pick_metrics;
   metrics.AddCollector([&pick_metrics, &directory] { return pick_metrics.Collect(&directory); });
+  eoc::server::CallerCaps caller_caps({.max_waiting_per_caller = flags.pick_max_waiting_per_caller,
+                                       .max_waiting_per_user = flags.pick_max_waiting_per_user});
   const eoc::server::PickEndpoint pick_endpoint(
       pick_pools, pick_metrics, eoc::RealClock(),
       {.pools_loaded = [&pools] { return pools.PoolsSynced(); },
        .max_waiting = flags.pick_max_waiting,
-       .access = Checks(flags.pick_auth) ? &access : nullptr});
+       .access = Checks(flags.pick_auth) ? &access : nullptr,
+       .caps = &caller_caps});
   eoc::server::PoolTicker ticker(directory, eoc::RealClock());
   ticker.Start();
   // Every replica reports the picks waiting in its queues, for the leader's autoscaler.
@@ -531,6 +539,16 @@ int main(int argc, char** argv) {
                  "picks waiting at once in all pools together (past it a pick that finds no room "
                  "answers 429 at once); below --pick-max-connections")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
+      ->capture_default_str();
+  app.add_option("--pick-max-waiting-per-caller", f.pick_max_waiting_per_caller,
+                 "picks one caller (one identity, with --pick-auth kubernetes) may have waiting "
+                 "in one pool (past it a pick that finds no room answers 429 at once; 0: no cap)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))
+      ->capture_default_str();
+  app.add_option("--pick-max-waiting-per-user", f.pick_max_waiting_per_user,
+                 "picks one end user a caller names (x-eoc-fairness-key, set by the gateway) may "
+                 "have waiting in one pool, within the caller's (0: no cap)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))
       ->capture_default_str();
   app.add_option("--pick-max-header-bytes", f.pick_max_header_bytes,
                  "a pick request's start line and headers together, at most (more: 431)")

@@ -222,7 +222,7 @@ AccessControl::Answer AccessControl::Check(const Request& request, const AccessR
   cached = decisions_.Touch(key);
   switch (UseOf(key, cached, now, fill_decision)) {
     case Use::kAnswer:
-      if (cached->outcome == Outcome::kYes) return {Verdict::kAllowed, {}};
+      if (cached->outcome == Outcome::kYes) return {Verdict::kAllowed, {}, identity};
       lock.unlock();
       return Refuse(Verdict::kForbidden, Denied(identity->user, what));
     case Use::kUnavailable:

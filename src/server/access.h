@@ -120,9 +120,15 @@ class AccessControl {
     kPending,          // not known yet: `when_known` will run
     kUnavailable,      // 503: no answer can be had now
   };
+  // Who a credential names, and its key among the decisions.
+  struct Identity {
+    UserInfo user;
+    std::string key;
+  };
   struct Answer {
     Verdict verdict = Verdict::kUnavailable;
     std::string message;  // for a refusal: what to tell the caller (printable, bounded)
+    std::shared_ptr<const Identity> identity;  // who was allowed (kAllowed only)
   };
 
   AccessControl(Reviewer& reviewer, const Clock& clock, Options options);
@@ -145,11 +151,6 @@ class AccessControl {
   std::uint64_t reviews() const;
 
  private:
-  // Who a credential names, and its key among the decisions.
-  struct Identity {
-    UserInfo user;
-    std::string key;
-  };
   // A review's answer, as kept.
   struct Cached {
     Reviewer::Outcome outcome = Reviewer::Outcome::kUnavailable;

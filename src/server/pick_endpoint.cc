@@ -173,6 +173,8 @@ struct PickEndpoint::Context {
   bool queued = false;       // it waited in the queue (from `decided`)
   Clock::TimePoint decided;  // when the engine decided
   nanoseconds wait{};        // the longest it could wait
+  std::shared_ptr<const AccessControl::Identity> caller;  // who, when access control said
+  std::string user;  // the end user a gateway named (x-eoc-fairness-key); empty: none
 
   // The label the metrics count it under: "" for a pool this replica does not have.
   std::string_view Label() const { return found ? std::string_view(pool) : std::string_view(); }
@@ -289,6 +291,8 @@ Context& NewContext(Form form, Clock::TimePoint start) {
   context.queued = false;
   context.decided = start;
   context.wait = {};
+  context.caller.reset();
+  context.user.clear();
   return context;
 }
 
@@ -319,6 +323,24 @@ Ending WaitingFull(std::size_t max_waiting) {
                  "1");
 }
 
+// A pick that would have waited past its caller's cap, or its end user's, in the pool.
+Ending CallerFull(const Context& context, CallerCaps::Cap cap, const CallerCaps::Options& caps) {
+  const std::string caller =
+      context.caller ? "caller " + Quoted(context.caller->user.username) : "the caller";
+  if (cap == CallerCaps::Cap::kUser) {
+    return Refused(Outcome::kCallerFull, 429,
+                   "end user " + Quoted(context.user) + " of " + caller + " has " +
+                       std::to_string(caps.max_waiting_per_user) + " picks waiting in pool " +
+                       context.pool + " (--pick-max-waiting-per-user): no worker has room",
+                   "1");
+  }
+  return Refused(Outcome::kCallerFull, 429,
+                 caller + " has " + std::to_string(caps.max_waiting_per_caller) +
+                     " picks waiting in pool " + context.pool +
+                     " (--pick-max-waiting-per-caller): no worker has room",
+                 "1");
+}
+
 }  // namespace
 
 PickEndpoint::PickEndpoint(const PickPools& pools, PickMetrics& metrics, const Clock& clock,
@@ -327,13 +349,14 @@ PickEndpoint::PickEndpoint(const PickPools& pools, PickMetrics& metrics, const C
 
 bool PickEndpoint::PoolsLoaded() const { return !options_.pools_loaded || options_.pools_loaded(); }
 
-bool PickEndpoint::Allowed(const Request& request, Response& response, const Context* context,
+bool PickEndpoint::Allowed(const Request& request, Response& response, Context* context,
                            std::string_view verb, std::string_view ns) const {
   if (options_.access == nullptr) return true;
   const auto answer = Admit(*options_.access, request, {.verb = verb, .ns = ns});
   using Verdict = AccessControl::Verdict;
   switch (answer.verdict) {
     case Verdict::kAllowed:
+      if (context != nullptr) context->caller = answer.identity;
       return true;
     case Verdict::kPending:
       return false;
@@ -429,38 +452,54 @@ void PickEndpoint::Serve(const Request& request, Response& response, Context& co
   // than queued. Read before the pick and counted when it is deferred, so a pick being decided on
   // each other I/O thread at the same moment may pass the bound by one.
   const bool waiting_full = waiting_.load(std::memory_order_relaxed) >= options_.max_waiting;
+  // And its caller's cap in this pool, and its end user's (read the same way).
+  const CallerCaps::Key caps_key{
+      .caller = context.caller ? context.caller->key : std::string_view(),
+      .pool = context.pool,
+      .user = context.user};
+  const CallerCaps::Cap cap =
+      options_.caps != nullptr ? options_.caps->Full(caps_key) : CallerCaps::Cap::kNone;
   // Made only when the engine queues the pick: the request is put off, takes its place among the
-  // waiting picks, and the callback answers it through a copy of the context.
+  // waiting picks (and its caller's), and the callback answers it through a copy of the context.
   std::optional<Later> later;
   std::shared_ptr<WaitingPlace> place;
+  std::shared_ptr<CallerCaps::Place> caller_place;
   const auto make_done = [&]() -> routing::PickCallback {
     later = request.Defer();
     place = std::make_shared<WaitingPlace>(waiting_);
+    if (options_.caps != nullptr) caller_place = options_.caps->Take(caps_key);
     Context kept = context;
     kept.queued = true;
-    return [this, answer = *later, place, kept = std::move(kept)](const PickOutcome& out) {
+    return [this, answer = *later, place, caller_place,
+            kept = std::move(kept)](const PickOutcome& out) {
       place->GiveBack();
+      if (caller_place) caller_place->GiveBack();
       answer.Answer([this, kept, out](Response& r) { Finish(r, kept, EndingOf(kept, out)); });
     };
   };
+  const bool refused = waiting_full || cap != CallerCaps::Cap::kNone;
   const PickOutcome out =
       pool.state->Pick(inputs.request, NextRandom(), now,
-                       {.deadline = deadline, .make_done = make_done, .refused = waiting_full});
+                       {.deadline = deadline, .make_done = make_done, .refused = refused});
   if (!later) {  // decided at once
+    const bool capped = refused && out.status == PickStatus::kQueueFull;
     Finish(response, context,
-           waiting_full && out.status == PickStatus::kQueueFull ? WaitingFull(options_.max_waiting)
-                                                                : EndingOf(context, out));
+           capped && waiting_full ? WaitingFull(options_.max_waiting)
+           : capped               ? CallerFull(context, cap, options_.caps->options())
+                                  : EndingOf(context, out));
     return;
   }
   if (out.status != PickStatus::kQueued) {  // the queue refused it: answered through the deferral
     place->GiveBack();
+    if (caller_place) caller_place->GiveBack();
     later->Answer(
         [this, kept = context, out](Response& r) { Finish(r, kept, EndingOf(kept, out)); });
     return;
   }
   later->OnAbandon([this, weak = std::weak_ptr<routing::PoolState>(pool.state), ticket = out.ticket,
-                    place, kept = context](Abandon why) {
+                    place, caller_place, kept = context](Abandon why) {
     place->GiveBack();
+    if (caller_place) caller_place->GiveBack();
     if (const auto state = weak.lock()) state->Cancel(ticket);
     if (why == Abandon::kStopping) {
       Record(kept, Outcome::kShuttingDown, kept.form == Form::kAuth ? 403 : 503);
@@ -487,6 +526,12 @@ void PickEndpoint::PickJson(const Request& request, Response& response) const {
   }
   context.pool.assign(body.pool);
   context.model.assign(body.model);
+  std::string_view user;
+  if (std::string fairness = ParseFairnessKey(request, user); !fairness.empty()) {
+    Finish(response, context, BadRequest(std::move(fairness)));
+    return;
+  }
+  context.user.assign(user);
   const auto pool = pools_.Find(body.pool);
   if (pool == nullptr) {
     Finish(response, context, UnknownPool(context, PoolsLoaded()));
@@ -523,6 +568,7 @@ void PickEndpoint::PickGateway(const Request& request, Response& response) const
   }
   context.pool.assign(scratch.key);
   context.model.assign(headers.model);
+  context.user.assign(headers.fairness_key);
   if (pool == nullptr) {
     Finish(response, context, UnknownPool(context, PoolsLoaded()));
     return;

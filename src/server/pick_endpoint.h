@@ -52,6 +52,7 @@
 
 #include "common/clock.h"
 #include "server/access.h"
+#include "server/caller_caps.h"
 #include "server/http.h"
 #include "server/pick_metrics.h"
 #include "server/pick_pools.h"
@@ -79,6 +80,10 @@ class PickEndpoint {
     // caller refused in a namespace learns nothing of what is in it. Null: anyone may (the
     // controller's --pick-auth=none).
     AccessControl* access = nullptr;
+    // What one caller, and each end user it names, may hold waiting in one pool (caller_caps.h):
+    // past it a pick that finds no room is answered 429 at once (eoc_picks_total's reason
+    // `caller-full`). Null: only the pool's maxQueue and max_waiting.
+    CallerCaps* caps = nullptr;
   };
 
   // `pools`, `metrics` and `clock` must outlive the server the endpoint is registered on, and the
@@ -105,9 +110,9 @@ class PickEndpoint {
   bool PoolsLoaded() const;
   // Whether the caller may `verb` in `ns` (always, without Options::access); false once the
   // request is answered (refused: a pick through Finish with `context`, a sessions request
-  // without one), or put off until its review ends.
-  bool Allowed(const Request& request, Response& response, const Context* context,
-               std::string_view verb, std::string_view ns) const;
+  // without one), or put off until its review ends. Allowed, the pick's context keeps who called.
+  bool Allowed(const Request& request, Response& response, Context* context, std::string_view verb,
+               std::string_view ns) const;
   // Picks for a found pool, and answers now or later.
   void Serve(const Request& request, Response& response, Context& context,
              const PickPools::Entry& pool, Inputs& inputs) const;

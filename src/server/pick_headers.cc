@@ -5,6 +5,7 @@
 
 #include "common/text.h"
 #include "routing/prefix_hash.h"
+#include "server/caller_caps.h"
 #include "server/pick_body.h"
 
 namespace eoc::server {
@@ -47,6 +48,19 @@ std::string ParsePrefixHashes(std::string_view list, std::vector<routing::BlockH
 
 }  // namespace
 
+std::string ParseFairnessKey(const Request& request, std::string_view& out) {
+  out = {};
+  const auto value = request.header("x-eoc-fairness-key");
+  if (!value) return {};
+  const std::string_view key = TrimWhitespace(*value);
+  if (key.size() > CallerCaps::kMaxUserBytes) {
+    return "header x-eoc-fairness-key: at most " + std::to_string(CallerCaps::kMaxUserBytes) +
+           " bytes";
+  }
+  out = key;
+  return {};
+}
+
 bool IsAuthMode(const Request& request) {
   const auto mode = request.header("x-eoc-auth-mode");
   return mode && TrimWhitespace(*mode) == "1";
@@ -63,6 +77,9 @@ std::string ParsePickHeaders(const Request& request, std::string_view session_he
       return "header x-eoc-auth-mode: must be 1 or 0, not " + Quoted(value);
     }
     out.auth_mode = IsAuthMode(request);
+  }
+  if (std::string error = ParseFairnessKey(request, out.fairness_key); !error.empty()) {
+    return error;
   }
   if (const auto model = request.header("x-model")) {
     if (model->size() > routing::kMaxModelNameBytes) {

@@ -33,6 +33,7 @@ struct PickHeaders {
   // routing::kMaxPrefixBlocks are kept: later ones are validated but not kept.
   std::vector<routing::BlockHash> prefix_hashes;
   std::optional<std::int64_t> wait_ms;  // x-eoc-wait-ms
+  std::string_view fairness_key;        // x-eoc-fairness-key (ParseFairnessKey); empty when absent
 };
 
 // Fills `out` (reset first) from `request`'s headers, the session id from the one named
@@ -45,10 +46,16 @@ struct PickHeaders {
 //   "header x-eoc-wait-ms: must be a whole number from 0 to 3600000"
 //   "header x-eoc-prefix-hashes: item 1 must be 16 hex digits, not \"nope\""
 //   "header x-session-id: at most 256 bytes"
+//   "header x-eoc-fairness-key: at most 256 bytes"
 // `auth_mode` is read first and stays set on a later error, so that the error is answered in the
 // request's form.
 std::string ParsePickHeaders(const Request& request, std::string_view session_header,
                              PickHeaders& out);
+
+// The request's fairness key (x-eoc-fairness-key, trimmed; empty when absent), the end user a
+// gateway speaks for (caller_caps.h), into `out`. Both forms read it. Returns an empty string on
+// success; else a message for a 400: "header x-eoc-fairness-key: at most 256 bytes".
+std::string ParseFairnessKey(const Request& request, std::string_view& out);
 
 // Whether the request asks to be answered in auth_request form (x-eoc-auth-mode: 1), for an answer
 // made before its headers are parsed (a refused caller's).

@@ -15,7 +15,7 @@ constexpr std::array<std::string_view, PickMetrics::kOutcomes> kReasons = {
     "strategy",        "queued",      "bad-request",        "unknown-pool",
     "unknown-model",   "too-large",   "queue-full",         "unavailable",
     "not-published",   "timed-out",   "shutting-down",      "waiting-full",
-    "unauthenticated", "forbidden",   "access-unavailable",
+    "unauthenticated", "forbidden",   "access-unavailable", "caller-full",
 };
 
 // The status codes a pick answers, and one slot for any other.

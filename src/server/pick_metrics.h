@@ -17,7 +17,8 @@
 //                                           shutting-down, waiting-full: --pick-max-waiting picks
 //                                           waited in all pools; unauthenticated, forbidden,
 //                                           access-unavailable: refused by access control, always
-//                                           with pool ""), and the HTTP status sent
+//                                           with pool ""; caller-full: CallerCaps), and the HTTP
+//                                           status sent
 //   eoc_pick_duration_seconds{pool}         from the request's dispatch to its answer (a waited
 //                                           pick's wait included)
 //   eoc_pick_queue_wait_seconds{pool}       how long picks that waited in the queue waited
@@ -75,9 +76,10 @@ class PickMetrics {
     kUnauthenticated,    // no credentials, or ones Kubernetes did not accept (401)
     kForbidden,          // the caller may not pick in the pool's namespace (403)
     kAccessUnavailable,  // no review could be had (503)
+    kCallerFull,         // the caller, or its end user, has its cap of picks waiting (429)
   };
-  static constexpr std::size_t kOutcomes = 19;
-  // The label `reason` for an outcome: "session-hit", ..., "access-unavailable".
+  static constexpr std::size_t kOutcomes = 20;
+  // The label `reason` for an outcome: "session-hit", ..., "caller-full".
   static std::string_view ReasonOf(Outcome outcome);
 
   static constexpr std::size_t kMaxPoolSeries = routing::PoolDirectory::kMaxPools;

@@ -367,6 +367,64 @@ TEST_F(PickEndpointTest, ACallerAllowedInOneNamespaceLearnsNothingOfAnother) {
   access.Stop();
 }
 
+// A caller's picks waiting in one pool stop at its cap, and each end user's it names (the
+// gateway's x-eoc-fairness-key) at theirs; a place comes back when a waiting pick's client leaves.
+TEST_F(PickEndpointTest, ACallerAndEachEndUserItNamesWaitWithinTheirCaps) {
+  testing::FakeReviewer reviewer;
+  reviewer.AddToken("gw-token", "gw");
+  reviewer.Allow("gw|create|prod");
+  AccessControl access(reviewer, clock_, {});
+  access.Start();
+  CallerCaps caps({.max_waiting_per_caller = 2, .max_waiting_per_user = 1});
+  const PickEndpoint capped(pools_, metrics_, clock_, {.access = &access, .caps = &caps});
+  HttpServer server({.threads = 2});  // after `capped`: stopped first
+  capped.Register(server);
+  server.Start();
+  ObserveAll(0);  // no room: every pick waits
+  const auto send = [&](std::string_view user) {
+    auto client = std::make_unique<RawClient>(server.port());
+    const std::string body = R"({"pool":"prod/chat"})";
+    EXPECT_TRUE(
+        client->Send("POST /v1/pick HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer gw-token\r\n"
+                     "x-eoc-fairness-key: " +
+                     std::string(user) + "\r\nContent-Length: " + std::to_string(body.size()) +
+                     "\r\n\r\n" + body));
+    return client;
+  };
+  const auto refused = [&](std::string_view user, std::string_view message) {
+    auto client = send(user);
+    const auto response = client->ReadResponse();
+    ASSERT_TRUE(response.has_value()) << user;
+    EXPECT_EQ(response->status, 429) << user;
+    EXPECT_EQ(response->header("retry-after"), "1");
+    EXPECT_THAT(response->body, HasSubstr(message));
+  };
+
+  auto u1 = send("u1");
+  ASSERT_TRUE(AwaitWaiting(1));
+  refused("u1", R"(end user \"u1\" of caller \"gw\" has 1 picks waiting in pool prod/chat)");
+  auto u2 = send("u2");
+  ASSERT_TRUE(AwaitWaiting(2));
+  refused("u3",
+          R"(caller \"gw\" has 2 picks waiting in pool prod/chat (--pick-max-waiting-per-caller))");
+  EXPECT_EQ(pool_->Waiting(), 2U);
+  EXPECT_THAT(Metrics(),
+              HasSubstr("eoc_picks_total{code=429,pool=prod/chat,reason=caller-full,} 2"));
+
+  u1.reset();  // its client leaves: its places come back
+  ASSERT_TRUE(AwaitWaiting(1));
+  auto u3 = send("u3");
+  EXPECT_TRUE(AwaitWaiting(2));
+  // A key past the bound is a bad request.
+  auto long_key = send(std::string(CallerCaps::kMaxUserBytes + 1, 'k'));
+  const auto bad = long_key->ReadResponse();
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("header x-eoc-fairness-key: at most 256 bytes"));
+  server.Stop();
+  access.Stop();
+}
+
 // Picks waiting in all pools together stop at the endpoint's max_waiting (--pick-max-waiting):
 // past it a pick that finds no room is answered 429 at once, though its pool's own queue has room;
 // a place comes back when a waiting pick is answered or its client leaves.
