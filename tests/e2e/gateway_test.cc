@@ -299,19 +299,21 @@ TEST_F(GatewayTest, AFullQueueIs429AndAWaitPastItsDeadline504) {
       << gateway->Output() << controller_->Output();
 }
 
-// A client does not size its own request: the recipe drops every x-eoc-* header the picker reads,
-// so the pool's defaults apply. Each header below, sent to the picker itself, is refused (400: more
-// KV blocks than the largest worker holds, or malformed); sent through nginx, it never reaches the
-// picker and the request is served.
+// A client does not size its own request, nor name the end user it is: the recipe drops every
+// x-eoc-* header the picker reads (and sets the fairness key itself), so the pool's defaults
+// apply. Each header below, sent to the picker itself, is refused (400: more KV blocks than the
+// largest worker holds, or malformed); sent through nginx, it never reaches the picker and the
+// request is served.
 TEST_F(GatewayTest, AClientsOwnSizingHeadersAreDroppedSoThePoolsDefaultsApply) {
   ASSERT_NO_FATAL_FAILURE(StartPool("w"));
   const auto gateway = Gateway("w");
   auto client = gateway->Connect();
   ASSERT_NE(client, nullptr);
   RawClient picker(static_cast<std::uint16_t>(pick_port_));
-  for (const std::string header :
-       {"x-eoc-prompt-tokens: 1000000000", "x-eoc-expected-tokens: 1000000000",
-        "x-eoc-prefix-hashes: not-a-hash", "x-eoc-wait-ms: soon"}) {
+  for (const std::string& header : std::vector<std::string>{
+           "x-eoc-prompt-tokens: 1000000000", "x-eoc-expected-tokens: 1000000000",
+           "x-eoc-prefix-hashes: not-a-hash", "x-eoc-wait-ms: soon",
+           "x-eoc-fairness-key: " + std::string(300, 'k')}) {
     // Once the workers' KV caches are scraped, a billion tokens are more than either holds.
     ASSERT_TRUE(Eventually(
         [&] {
