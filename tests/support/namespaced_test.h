@@ -20,6 +20,12 @@
 namespace eoc::testing {
 
 inline const kube::ResourceRef kServiceAccounts{"", "v1", "serviceaccounts"};
+inline const kube::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
+inline const kube::ResourceRef kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings"};
+inline const kube::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles",
+                                             false};
+inline const kube::ResourceRef kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
+                                                    "clusterrolebindings", false};
 
 class NamespacedTest : public ::testing::Test {
  protected:

@@ -25,18 +25,16 @@ namespace {
 
 using nlohmann::json;
 using testing::Eventually;
+using testing::kClusterRoleBindings;
+using testing::kClusterRoles;
 using testing::kPatience;
 using testing::kPools;
+using testing::kRoleBindings;
+using testing::kRoles;
+using testing::kServiceAccounts;
 using testing::RawClient;
 using testing::RawResponse;
 namespace resources = kube::resources;
-
-const kube::ResourceRef kServiceAccounts{"", "v1", "serviceaccounts"};
-const kube::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
-const kube::ResourceRef kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings"};
-const kube::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
-const kube::ResourceRef kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
-                                             "clusterrolebindings", false};
 
 class AccessIntegrationTest : public testing::FleetTest {
  protected:

@@ -41,13 +41,13 @@ namespace {
 
 using nlohmann::json;
 using testing::Eventually;
+using testing::kClusterRoles;
 using testing::kPatience;
+using testing::kRoles;
 using testing::Sample;
 namespace resources = kube::resources;
 
 const kube::ResourceRef kSecrets{"", "v1", "secrets"};
-const kube::ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
-const kube::ResourceRef kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
 const kube::ResourceRef kAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews", false};
 
 constexpr const char* kRelease = "eoc-operator";  // names the chart's objects eoc-operator
