@@ -61,12 +61,13 @@ struct alignas(64) PoolState::View {
 
 PoolState::PoolState(const Options& options, SessionBudget& budget, PrefixBudget& prefix_budget)
     : budget_(budget), prefix_budget_(prefix_budget), waiting_(options.max_queue) {
-  View view{.options = options};
+  auto view = std::make_shared<View>();
+  view->options = options;
   if (options.session_affinity) {
-    view.sessions = std::make_shared<SessionTable>(options.sessions, budget_);
+    view->sessions = std::make_shared<SessionTable>(options.sessions, budget_);
   }
   if (options.prefix_affinity) {
-    view.prefix = std::make_shared<PrefixIndex>(options.prefix, prefix_budget_);
+    view->prefix = std::make_shared<PrefixIndex>(options.prefix, prefix_budget_);
   }
   const std::lock_guard lock(update_mu_);
   PublishLocked(std::move(view));
@@ -86,8 +87,8 @@ void PoolState::DetachTablesLocked() {
 
 const PoolState::ViewPtr& PoolState::LoadView() const { return view_.Load(); }
 
-void PoolState::PublishLocked(View next) {
-  view_.Store(std::make_shared<const View>(std::move(next)));
+void PoolState::PublishLocked(std::shared_ptr<View> next) {
+  view_.Store(std::move(next));
   capacity_epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -139,9 +140,9 @@ void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePo
   std::vector<WaitingPicks::Waiter> closed;
   {
     const std::lock_guard lock(update_mu_);
-    View next = *view_.LoadLocked();
-    next.cells.clear();
-    next.cells.reserve(snapshot->size());
+    auto next = std::make_shared<View>(*view_.LoadLocked());
+    next->cells.clear();
+    next->cells.reserve(snapshot->size());
     std::unordered_map<WorkerKey, std::shared_ptr<WorkerCell>> cells;
     cells.reserve(snapshot->size());
     for (const Worker& worker : snapshot->workers()) {
@@ -149,13 +150,13 @@ void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePo
       auto cell = it != cells_.end() ? it->second : std::make_shared<WorkerCell>();
       if (it == cells_.end()) cell->epoch = ++observations_;
       cells.emplace(worker.key, cell);
-      next.cells.push_back(std::move(cell));
+      next->cells.push_back(std::move(cell));
     }
     cells_ = std::move(cells);
     UpdateLargestLocked();
     const bool empty = snapshot->size() == 0;
-    next.snapshot = std::move(snapshot);
-    const bool wait_without_workers = next.options.wait_without_workers;
+    next->snapshot = std::move(snapshot);
+    const bool wait_without_workers = next->options.wait_without_workers;
     PublishLocked(std::move(next));
     if (empty && !wait_without_workers) {
       closed = waiting_.Close();
@@ -171,32 +172,32 @@ void PoolState::Reconfigure(const Options& options, TimePoint now) {
   std::vector<WaitingPicks::Waiter> closed;
   {
     const std::lock_guard lock(update_mu_);
-    View next = *view_.LoadLocked();
-    const Options before = next.options;
+    auto next = std::make_shared<View>(*view_.LoadLocked());
+    const Options before = next->options;
     if (options == before) return;
     if (!options.session_affinity) {
-      if (next.sessions) {
-        dropped_evictions_ += next.sessions->Evictions();
-        next.sessions->Detach();  // its budget back now, not with the last view
+      if (next->sessions) {
+        dropped_evictions_ += next->sessions->Evictions();
+        next->sessions->Detach();  // its budget back now, not with the last view
       }
-      next.sessions = nullptr;
-    } else if (!next.sessions) {
-      next.sessions = std::make_shared<SessionTable>(options.sessions, budget_);
+      next->sessions = nullptr;
+    } else if (!next->sessions) {
+      next->sessions = std::make_shared<SessionTable>(options.sessions, budget_);
     } else {
-      next.sessions->Resize(options.sessions.max_sessions, options.sessions.ttl);
+      next->sessions->Resize(options.sessions.max_sessions, options.sessions.ttl);
     }
     const bool same_blocks =
         options.block_size_tokens == before.block_size_tokens && options.prefix == before.prefix;
-    if (next.prefix && (!options.prefix_affinity || !same_blocks)) {
-      next.prefix->Detach();  // its budget and memory back now, not with the last view
-      next.prefix = nullptr;
+    if (next->prefix && (!options.prefix_affinity || !same_blocks)) {
+      next->prefix->Detach();  // its budget and memory back now, not with the last view
+      next->prefix = nullptr;
     }
-    if (options.prefix_affinity && !next.prefix) {
-      next.prefix = std::make_shared<PrefixIndex>(options.prefix, prefix_budget_);
+    if (options.prefix_affinity && !next->prefix) {
+      next->prefix = std::make_shared<PrefixIndex>(options.prefix, prefix_budget_);
     }
     waiting_.SetMaxSize(options.max_queue);
-    next.options = options;
-    const bool no_workers = next.snapshot && next.snapshot->size() == 0;
+    next->options = options;
+    const bool no_workers = next->snapshot && next->snapshot->size() == 0;
     PublishLocked(std::move(next));
     if (no_workers && !options.wait_without_workers) {
       closed = waiting_.Close();

@@ -265,8 +265,10 @@ class PoolState {
 
   // The current view (never null), as this thread's cache holds it (published.h).
   const ViewPtr& LoadView() const;
-  // Publishes `next` as the current view; under update_mu_.
-  void PublishLocked(View next);
+  // Publishes `next` as the current view; under update_mu_. Views are made where they will live,
+  // on the heap: a View is over-aligned (64), and one on the stack is not always aligned as it
+  // asks (under ASan's fake stack frames with the hardening flags, UBSan saw it 32-aligned).
+  void PublishLocked(std::shared_ptr<View> next);
   // Empties the current view's session table and prefix index for good (Retire, destruction);
   // under update_mu_.
   void DetachTablesLocked();
