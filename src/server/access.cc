@@ -80,7 +80,7 @@ struct AccessControl::Job {
   std::string verb;
   std::string ns;
   std::string path;
-  std::vector<std::function<void()>> waiters;
+  std::vector<Waiter> waiters;
 };
 
 // What a cached answer is good for.
@@ -143,7 +143,7 @@ AccessControl::Use AccessControl::UseOf(const std::string& key, Cached* cached,
 }
 
 AccessControl::Answer AccessControl::Check(const Request& request, const AccessRequest& what,
-                                           const std::function<void()>& when_known) {
+                                           const MakeWaiter& make_waiter) {
   // The credential's key: a bearer token's, else a verified client certificate's.
   thread_local std::string key;
   const auto authorization = request.header("authorization");
@@ -207,7 +207,7 @@ AccessControl::Answer AccessControl::Check(const Request& request, const AccessR
     case Use::kUnavailable:
       return Unavailable();
     case Use::kAsk:
-      return Enqueue(key, when_known, fill_token) ? Answer{Verdict::kPending, {}} : Unavailable();
+      return Enqueue(key, &make_waiter, fill_token) ? Answer{Verdict::kPending, {}} : Unavailable();
   }
 
   // What it asks, of whom.
@@ -230,21 +230,21 @@ AccessControl::Answer AccessControl::Check(const Request& request, const AccessR
     case Use::kAsk:
       break;
   }
-  return Enqueue(key, when_known, fill_decision) ? Answer{Verdict::kPending, {}} : Unavailable();
+  return Enqueue(key, &make_waiter, fill_decision) ? Answer{Verdict::kPending, {}} : Unavailable();
 }
 
-bool AccessControl::Enqueue(const std::string& key, const std::function<void()>& when_known,
+bool AccessControl::Enqueue(const std::string& key, const MakeWaiter* make_waiter,
                             const std::function<void(Job&)>& fill) {
   if (stopping_) return false;
   if (const auto it = queued_.find(key); it != queued_.end()) {
-    if (when_known) it->second->waiters.push_back(when_known);
+    if (make_waiter != nullptr && *make_waiter) it->second->waiters.push_back((*make_waiter)());
     return true;
   }
   if (queued_.size() >= options_.max_reviews_queued) return false;
   auto job = std::make_shared<Job>();
   job->key = key;
   fill(*job);
-  if (when_known) job->waiters.push_back(when_known);
+  if (make_waiter != nullptr && *make_waiter) job->waiters.push_back((*make_waiter)());
   queued_.emplace(key, job);
   queue_.push_back(std::move(job));
   work_.notify_one();
@@ -280,7 +280,7 @@ void AccessControl::Review(Job& job) {
     outcome = reviewer_.ReviewAccess(job.identity->user,
                                      {.verb = job.verb, .ns = job.ns, .path = job.path});
   }
-  std::vector<std::function<void()>> waiters;
+  std::vector<Waiter> waiters;
   {
     const std::lock_guard lock(mu_);
     ++reviews_;

@@ -14,7 +14,7 @@
 //   switch (answer.verdict) { case Verdict::kAllowed: ...; case Verdict::kPending: defer ... }
 //
 // Reviews run on the access control's own threads, never on an I/O thread: a Check the cache
-// cannot answer starts the reviews it needs and returns kPending, and its `when_known` runs once
+// cannot answer starts the reviews it needs and returns kPending, and the waiter it made runs once
 // the answer is in (the caller asks again then; a token then a permission can take two rounds).
 // Concurrent asks for one review share it. Answers are kept for a TTL (Options) and refreshed
 // in the background once three quarters of it have passed, while the kept answer goes on serving;
@@ -117,7 +117,7 @@ class AccessControl {
     kAllowed,
     kUnauthenticated,  // 401: no credentials, or ones Kubernetes does not accept
     kForbidden,        // 403
-    kPending,          // not known yet: `when_known` will run
+    kPending,          // not known yet: the waiter will run
     kUnavailable,      // 503: no answer can be had now
   };
   // Who a credential names, and its key among the decisions.
@@ -139,13 +139,19 @@ class AccessControl {
   AccessControl& operator=(AccessControl&&) = delete;
 
   void Start();
-  // Ends the review threads; reviews still queued end as kUnavailable (their `when_known` runs).
+  // Ends the review threads; reviews still queued end as kUnavailable (their waiters run).
   void Stop();
 
-  // Whether the caller of `request` may do `what`. kPending: `when_known` runs once, on a review
-  // thread (it must not block), when the review it waits for has ended; it is dropped otherwise.
-  Answer Check(const Request& request, const AccessRequest& what,
-               const std::function<void()>& when_known);
+  // What runs once the review a pending check waits for has ended, on a review thread (it must
+  // not block); and what makes it, called only when the check is pending (under the access
+  // control's lock: it must not call back), so that a check the cache answers makes nothing.
+  using Waiter = std::function<void()>;
+  using MakeWaiter = std::function<Waiter()>;
+
+  // Whether the caller of `request` may do `what`. kPending: `make_waiter` was called, and the
+  // waiter it made runs once, when the review it waits for has ended. `make_waiter` may be empty
+  // (nothing is told).
+  Answer Check(const Request& request, const AccessRequest& what, const MakeWaiter& make_waiter);
 
   // Reviews asked of the reviewer since the start, for tests and metrics.
   std::uint64_t reviews() const;
@@ -166,10 +172,11 @@ class AccessControl {
   // Under mu_.
   Use UseOf(const std::string& key, Cached* cached, Clock::TimePoint now,
             const std::function<void(Job&)>& fill);
-  // Queues the review `key` unless it is queued already, adding `when_known` (when set) to its
+  // Queues the review `key` unless it is queued already, adding a waiter from `make_waiter` (when
+  // set) to its
   // waiters; `fill` sets what the review asks. False when the queue is full or stopping. Under
   // mu_.
-  bool Enqueue(const std::string& key, const std::function<void()>& when_known,
+  bool Enqueue(const std::string& key, const MakeWaiter* make_waiter,
                const std::function<void(Job&)>& fill);
   void Run();
   void Review(Job& job);

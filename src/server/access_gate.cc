@@ -49,8 +49,12 @@ AccessControl::Answer Admit(AccessControl& access, const Request& request,
     return {Verdict::kUnavailable,
             "the Kubernetes API server has not answered this caller's review yet; try again"};
   }
-  auto meeting = std::make_shared<Meeting>();
-  auto answer = access.Check(request, what, [meeting] { meeting->Known(); });
+  // Made only for a check that waits: one the cache answers allocates nothing.
+  std::shared_ptr<Meeting> meeting;
+  auto answer = access.Check(request, what, [&meeting]() -> AccessControl::Waiter {
+    meeting = std::make_shared<Meeting>();
+    return [meeting] { meeting->Known(); };
+  });
   if (answer.verdict == Verdict::kPending) meeting->Deferred(request.Defer());
   return answer;
 }

@@ -40,9 +40,10 @@ class AccessControlTest : public ::testing::Test {
     return {"POST", "/v1/pick", headers_, "", nullptr, cert};
   }
 
-  // Check, counting `when_known` runs in known_.
+  // Check, counting the runs of the waiters it makes in known_.
   AccessControl::Answer Check(const Request& request, std::string_view verb, std::string_view ns) {
-    return access_->Check(request, {.verb = verb, .ns = ns}, [this] { ++known_; });
+    return access_->Check(request, {.verb = verb, .ns = ns},
+                          [this] { return AccessControl::Waiter([this] { ++known_; }); });
   }
 
   // Checks until the answer is no longer pending, waiting for each review (at most `rounds`).
