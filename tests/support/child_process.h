@@ -1,10 +1,9 @@
 // A child process for tests: started with posix_spawn, its stdout (and stderr, if asked) read line
 // by line as it comes, each line timed; SIGKILLed and reaped by the destructor if still running,
-// so that no test leaves one behind, also when it fails. Under a control plane's tests (EOC_KUBE_ENV
-// set) the whole output of the project's own programs (eoc-*) is kept in the plane's child-logs/
-// when it is destroyed, for
-// tests/scripts/no_secrets_in_logs.sh, and a test that makes a secret (a token) records it there
-// with RecordSecret.
+// so that no test leaves one behind, also when it fails. Under a control plane's tests
+// (EOC_KUBE_ENV set) the whole output of the project's own programs (eoc-*) is kept in the
+// plane's child-logs/ when it is destroyed, for tests/scripts/no_secrets_in_logs.sh, and a test
+// that makes a secret (a token) records it there with RecordSecret.
 //
 //   eoc::testing::ChildProcess p({"/path/to/eoc-controller", "--kubeconfig", kc});
 //   auto at = p.WaitFor("LEADING x", std::chrono::seconds(30));   // nullopt on timeout
