@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "common/json_members.h"
+
 namespace eoc::controller {
 namespace {
 
@@ -80,11 +82,12 @@ server::Reviewer::TokenAnswer KubeReviewer::ReviewToken(const std::string& token
                {{"code", answer.error().code}, {"reason", answer.error().reason}});
     return {};
   }
-  const json& status = answer->contains("status") ? (*answer)["status"] : json::object();
-  if (!status.is_object() || !status.value("authenticated", false)) {
+  const json* status = MemberOrNull(*answer, "status");
+  if (status == nullptr || !status->is_object() || !status->value("authenticated", false)) {
     return {.outcome = Outcome::kNo};
   }
-  auto user = UserOf(status.contains("user") ? status["user"] : json());
+  const json* member = MemberOrNull(status, "user");
+  auto user = UserOf(member != nullptr ? *member : json());
   if (!user) {
     log_.Warn("a TokenReview named a user past the bounds: refused", {});
     return {.outcome = Outcome::kNo};
@@ -119,9 +122,8 @@ Outcome KubeReviewer::ReviewAccess(const server::UserInfo& user,
                {{"code", answer.error().code}, {"reason", answer.error().reason}});
     return Outcome::kUnavailable;
   }
-  const auto status = answer->find("status");
-  const bool allowed =
-      status != answer->end() && status->is_object() && status->value("allowed", false);
+  const json* status = MemberOrNull(*answer, "status");
+  const bool allowed = status != nullptr && status->is_object() && status->value("allowed", false);
   return allowed ? Outcome::kYes : Outcome::kNo;
 }
 

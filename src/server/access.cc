@@ -17,9 +17,6 @@ using Answer = AccessControl::Answer;
 // Separates the parts of a cache key; no name Kubernetes accepts holds it, and a token or a
 // certificate's names that do only make a key of their own.
 constexpr char kSep = '\x1f';
-// Names shown back to a caller are cut to this many bytes.
-constexpr std::size_t kMaxShown = 256;
-
 bool IsSystemName(std::string_view name) { return name.starts_with("system:"); }
 
 // The token of an "Authorization: Bearer <token>" header (the scheme's case ignored); empty when
@@ -56,20 +53,20 @@ bool Within(Clock::TimePoint now, Clock::TimePoint expires, std::chrono::seconds
 
 Answer Refuse(Verdict verdict, std::string message) { return {verdict, std::move(message)}; }
 
-Answer Unavailable() {
-  return Refuse(Verdict::kUnavailable,
-                "the Kubernetes API server has not answered this caller's review yet; try again");
-}
-
 std::string Denied(const UserInfo& user, const AccessRequest& what) {
-  std::string message = "user " + Quoted(Printable(user.username, kMaxShown)) + " may not " +
-                        std::string(what.verb) + " ";
+  std::string message =
+      "user " + Quoted(user.username) + " may not " + std::string(what.verb) + " ";
   if (!what.path.empty()) return message + std::string(what.path);
   return message + std::string(kPickResource) + "/" + std::string(kPickSubresource) + " (" +
-         std::string(kPickGroup) + ") in namespace " + Quoted(Printable(what.ns, kMaxShown));
+         std::string(kPickGroup) + ") in namespace " + Quoted(what.ns);
 }
 
 }  // namespace
+
+AccessControl::Answer AccessControl::Unanswered() {
+  return Refuse(Verdict::kUnavailable,
+                "the Kubernetes API server has not answered this caller's review yet; try again");
+}
 
 // What a queued review asks, and whom it tells.
 struct AccessControl::Job {
@@ -205,9 +202,9 @@ AccessControl::Answer AccessControl::Check(const Request& request, const AccessR
       identity = cached->identity;
       break;
     case Use::kUnavailable:
-      return Unavailable();
+      return Unanswered();
     case Use::kAsk:
-      return Enqueue(key, &make_waiter, fill_token) ? Answer{Verdict::kPending, {}} : Unavailable();
+      return Enqueue(key, &make_waiter, fill_token) ? Answer{Verdict::kPending, {}} : Unanswered();
   }
 
   // What it asks, of whom.
@@ -226,11 +223,11 @@ AccessControl::Answer AccessControl::Check(const Request& request, const AccessR
       lock.unlock();
       return Refuse(Verdict::kForbidden, Denied(identity->user, what));
     case Use::kUnavailable:
-      return Unavailable();
+      return Unanswered();
     case Use::kAsk:
       break;
   }
-  return Enqueue(key, &make_waiter, fill_decision) ? Answer{Verdict::kPending, {}} : Unavailable();
+  return Enqueue(key, &make_waiter, fill_decision) ? Answer{Verdict::kPending, {}} : Unanswered();
 }
 
 bool AccessControl::Enqueue(const std::string& key, const MakeWaiter* make_waiter,

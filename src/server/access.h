@@ -153,6 +153,9 @@ class AccessControl {
   // (nothing is told).
   Answer Check(const Request& request, const AccessRequest& what, const MakeWaiter& make_waiter);
 
+  // The kUnavailable answer to a caller whose review has not ended (or could not be asked).
+  static Answer Unanswered();
+
   // Reviews asked of the reviewer since the start, for tests and metrics.
   std::uint64_t reviews() const;
 

@@ -46,8 +46,7 @@ AccessControl::Answer Admit(AccessControl& access, const Request& request,
   if (request.attempt() >= kMaxAccessAttempts) {
     auto answer = access.Check(request, what, nullptr);
     if (answer.verdict != Verdict::kPending) return answer;
-    return {Verdict::kUnavailable,
-            "the Kubernetes API server has not answered this caller's review yet; try again"};
+    return AccessControl::Unanswered();
   }
   // Made only for a check that waits: one the cache answers allocates nothing.
   std::shared_ptr<Meeting> meeting;
@@ -76,7 +75,7 @@ int StatusOf(Verdict verdict) {
 void AnswerRefusal(const AccessControl::Answer& answer, Response& response) {
   const int status = StatusOf(answer.verdict);
   response.SetError(status, answer.message);
-  if (status == 401) response.AddHeader("WWW-Authenticate", R"(Bearer realm="eoc-operator")");
+  if (status == 401) response.AddHeader("WWW-Authenticate", kBearerChallenge);
   if (status == 503) response.AddHeader("Retry-After", "1");
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "server/access.h"
 #include "server/http.h"
@@ -27,6 +28,9 @@ inline constexpr int kMaxAccessAttempts = 3;
 // server.
 AccessControl::Answer Admit(AccessControl& access, const Request& request,
                             const AccessRequest& what);
+
+// The WWW-Authenticate value of a 401.
+inline constexpr std::string_view kBearerChallenge = R"(Bearer realm="eoc-operator")";
 
 // The HTTP status of a refusal: 401, 403 or 503.
 int StatusOf(AccessControl::Verdict verdict);

@@ -11,37 +11,43 @@ constexpr char kSep = '\x1e';
 
 }  // namespace
 
-std::string CallerCaps::CallerKeyOf(const Key& key) {
-  if (key.caller.empty()) return {};
-  std::string out(key.caller);
-  out.append(1, kSep).append(key.pool);
-  return out;
+void CallerCaps::CallerKeyOf(const Key& key, std::string& out) {
+  out.clear();
+  if (!key.caller.empty()) out.append(key.caller).append(1, kSep).append(key.pool);
 }
 
-std::string CallerCaps::UserKeyOf(const Key& key) {
-  if (key.user.empty()) return {};
-  std::string out(key.caller);
-  out.append(1, kSep).append(key.pool).append(1, kSep).append(key.user);
-  return out;
+void CallerCaps::UserKeyOf(const Key& key, std::string& out) {
+  out.clear();
+  if (!key.user.empty()) {
+    out.append(key.caller).append(1, kSep).append(key.pool).append(1, kSep).append(key.user);
+  }
 }
 
 CallerCaps::Cap CallerCaps::Full(const Key& key) const {
   const bool caller = !key.caller.empty() && options_.max_waiting_per_caller > 0;
   const bool user = !key.user.empty() && options_.max_waiting_per_user > 0;
   if (!caller && !user) return Cap::kNone;
+  // Read on every pick: the keys are built in this thread's buffers, so a warm one allocates
+  // nothing.
+  thread_local std::string caller_key;
+  thread_local std::string user_key;
+  CallerKeyOf(key, caller_key);
+  UserKeyOf(key, user_key);
   const std::lock_guard lock(mu_);
   const auto count = [this](const std::string& k) {
     const auto it = waiting_.find(k);
     return it == waiting_.end() ? std::size_t{0} : it->second;
   };
-  if (caller && count(CallerKeyOf(key)) >= options_.max_waiting_per_caller) return Cap::kCaller;
-  if (user && count(UserKeyOf(key)) >= options_.max_waiting_per_user) return Cap::kUser;
+  if (caller && count(caller_key) >= options_.max_waiting_per_caller) return Cap::kCaller;
+  if (user && count(user_key) >= options_.max_waiting_per_user) return Cap::kUser;
   return Cap::kNone;
 }
 
 std::shared_ptr<CallerCaps::Place> CallerCaps::Take(const Key& key) {
-  std::string caller = CallerKeyOf(key);
-  std::string user = UserKeyOf(key);
+  std::string caller;
+  std::string user;
+  CallerKeyOf(key, caller);
+  UserKeyOf(key, user);
   {
     const std::lock_guard lock(mu_);
     if (!caller.empty()) ++waiting_[caller];
@@ -51,7 +57,12 @@ std::shared_ptr<CallerCaps::Place> CallerCaps::Take(const Key& key) {
 }
 
 std::size_t CallerCaps::Waiting(const Key& key) const {
-  const std::string k = key.user.empty() ? CallerKeyOf(key) : UserKeyOf(key);
+  std::string k;
+  if (key.user.empty()) {
+    CallerKeyOf(key, k);
+  } else {
+    UserKeyOf(key, k);
+  }
   const std::lock_guard lock(mu_);
   const auto it = waiting_.find(k);
   return it == waiting_.end() ? 0 : it->second;

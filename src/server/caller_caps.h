@@ -78,8 +78,9 @@ class CallerCaps {
 
  private:
   void Release(const std::string& key);
-  static std::string CallerKeyOf(const Key& key);
-  static std::string UserKeyOf(const Key& key);
+  // The table's keys of `key` into `out` ("" when that cap does not count it).
+  static void CallerKeyOf(const Key& key, std::string& out);
+  static void UserKeyOf(const Key& key, std::string& out);
 
   const Options options_;
   mutable std::mutex mu_;

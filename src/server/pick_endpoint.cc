@@ -375,7 +375,7 @@ bool PickEndpoint::Allowed(const Request& request, Response& response, Context* 
   const int code = StatusOf(answer.verdict);
   Finish(response, *context, Refused(outcome, code, answer.message, code == 503 ? "1" : ""));
   if (response.status() == 401) {
-    response.AddHeader("WWW-Authenticate", R"(Bearer realm="eoc-operator")");
+    response.AddHeader("WWW-Authenticate", kBearerChallenge);
   }
   return false;
 }
