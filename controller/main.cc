@@ -82,6 +82,9 @@ struct Flags {
   std::size_t pick_max_waiting_per_caller =
       eoc::server::CallerCaps::Options{}.max_waiting_per_caller;
   std::size_t pick_max_waiting_per_user = eoc::server::CallerCaps::Options{}.max_waiting_per_user;
+  double pick_max_reserved_share = eoc::server::CallerCaps::Options{}.max_reserved_share;
+  double pick_max_reserved_share_per_user =
+      eoc::server::CallerCaps::Options{}.max_reserved_share_per_user;
   std::size_t pick_max_header_bytes = std::size_t{16} * 1024;
   std::size_t pick_max_body_bytes = std::size_t{1024} * 1024;
   std::size_t pick_max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
@@ -329,8 +332,11 @@ int Run(const Flags& flags) {
   // The pick endpoint, on its own address and threads, routing from this replica's directory.
   eoc::server::PickMetrics pick_metrics;
   metrics.AddCollector([&pick_metrics, &directory] { return pick_metrics.Collect(&directory); });
-  eoc::server::CallerCaps caller_caps({.max_waiting_per_caller = flags.pick_max_waiting_per_caller,
-                                       .max_waiting_per_user = flags.pick_max_waiting_per_user});
+  eoc::server::CallerCaps caller_caps(
+      {.max_waiting_per_caller = flags.pick_max_waiting_per_caller,
+       .max_waiting_per_user = flags.pick_max_waiting_per_user,
+       .max_reserved_share = flags.pick_max_reserved_share,
+       .max_reserved_share_per_user = flags.pick_max_reserved_share_per_user});
   const eoc::server::PickEndpoint pick_endpoint(
       pick_pools, pick_metrics, eoc::RealClock(),
       {.pools_loaded = [&pools] { return pools.PoolsSynced(); },
@@ -549,6 +555,17 @@ int main(int argc, char** argv) {
                  "picks one end user a caller names (x-eoc-fairness-key, set by the gateway) may "
                  "have waiting in one pool, within the caller's (0: no cap)")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))
+      ->capture_default_str();
+  app.add_option("--pick-max-reserved-share", f.pick_max_reserved_share,
+                 "the share of a pool's KV cache one caller's picks may reserve per scrape "
+                 "interval while other callers' picks wait in the pool (over it a pick answers "
+                 "429 at once; 0: no cap)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--pick-max-reserved-share-per-user", f.pick_max_reserved_share_per_user,
+                 "the same for one end user a caller names (x-eoc-fairness-key), while its "
+                 "caller's other end users' picks wait (0: no cap)")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--pick-max-header-bytes", f.pick_max_header_bytes,
                  "a pick request's start line and headers together, at most (more: 431)")

@@ -1,6 +1,7 @@
 #include "routing/pool_state.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -116,15 +117,20 @@ std::int32_t PoolState::PromptBlockTokens() const {
   return options.prefix_affinity ? options.block_size_tokens : 0;
 }
 
-void PoolState::UpdateLargestLocked() {
+void PoolState::UpdateKvTotalsLocked() {
   std::int64_t best_tokens = 0;
   std::uint64_t best = 0;
+  std::int64_t capacity = 0;
   for (const auto& [key, cell] : cells_) {
     const Load& load = cell->last;
     if (load.kv_blocks_total <= 0 || load.block_size <= 0) continue;
     const std::int64_t blocks =
         std::min<std::int64_t>(load.kv_blocks_total, (std::int64_t{1} << kLargestBlockBits) - 1);
     const std::int64_t size = std::min<std::int64_t>(load.block_size, (1 << 23) - 1);
+    // One cell's tokens fit (under 2^40 blocks of under 2^23 tokens); the sum saturates.
+    capacity = blocks * size > std::numeric_limits<std::int64_t>::max() - capacity
+                   ? std::numeric_limits<std::int64_t>::max()
+                   : capacity + blocks * size;
     if (blocks * size > best_tokens) {
       best_tokens = blocks * size;
       best = static_cast<std::uint64_t>(blocks) |
@@ -133,6 +139,14 @@ void PoolState::UpdateLargestLocked() {
   }
   // None reports (a pool scaled to zero, or scrapes failing): picks stay bounded by the last seen.
   if (best != 0) largest_.store(best, std::memory_order_relaxed);
+  capacity_tokens_.store(capacity, std::memory_order_relaxed);
+}
+
+PoolState::Reservation PoolState::ReservationOf(const PickRequest& request) const {
+  const View& view = *LoadView();
+  return {.tokens = view.TokensOf(request),
+          .capacity_tokens = capacity_tokens_.load(std::memory_order_relaxed),
+          .window = view.options.hold};
 }
 
 void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePoint now) {
@@ -153,7 +167,7 @@ void PoolState::SetSnapshot(std::shared_ptr<const PoolSnapshot> snapshot, TimePo
       next->cells.push_back(std::move(cell));
     }
     cells_ = std::move(cells);
-    UpdateLargestLocked();
+    UpdateKvTotalsLocked();
     const bool empty = snapshot->size() == 0;
     next->snapshot = std::move(snapshot);
     const bool wait_without_workers = next->options.wait_without_workers;
@@ -245,7 +259,7 @@ bool PoolState::Observe(WorkerKey worker, const Load& load, TimePoint now,
     const Load before = it->second->last;
     it->second->Observe(load, since, ++observations_);
     if (before.kv_blocks_total != load.kv_blocks_total || before.block_size != load.block_size) {
-      UpdateLargestLocked();
+      UpdateKvTotalsLocked();
     }
   }
   capacity_epoch_.fetch_add(1, std::memory_order_acq_rel);

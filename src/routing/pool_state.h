@@ -254,6 +254,18 @@ class PoolState {
   // options(), for every pick that sends a prompt.
   std::int32_t PromptBlockTokens() const;
 
+  // What a pick of `request` would reserve here, and of what: its tokens (prompt plus expected,
+  // the defaults filled in as the pick counts them), the KV caches of the pool's workers in tokens
+  // as each last reported its own (a failed scrape keeps it), and how long a reservation stands
+  // (until the worker's next scrape: one metrics interval, Options::hold). For callers' shares of
+  // the pool (the pick endpoint's CallerCaps). No lock, no allocation.
+  struct Reservation {
+    std::int64_t tokens = 0;
+    std::int64_t capacity_tokens = 0;  // 0: no worker of the pool has reported one
+    std::chrono::nanoseconds window{};
+  };
+  Reservation ReservationOf(const PickRequest& request) const;
+
   // Test seam: called by every KV-block reservation between reading the worker's budget and
   // swapping it, on the picking thread, so that a test can land a scrape there. Null by default
   // (the pick path then pays one null check); set it before any pick.
@@ -297,9 +309,12 @@ class PoolState {
   // scaled to zero). Recomputed under update_mu_, read by picks.
   static constexpr int kLargestBlockBits = 40;
   std::atomic<std::uint64_t> largest_{0};
+  // The cells' KV caches together, in tokens, as last reported; 0 while none has.
+  // Recomputed under update_mu_ with largest_, read by picks.
+  std::atomic<std::int64_t> capacity_tokens_{0};
   // Evictions of the session tables this state dropped (SessionEvictions); under update_mu_.
   std::uint64_t dropped_evictions_ = 0;
-  void UpdateLargestLocked();
+  void UpdateKvTotalsLocked();  // largest_ and capacity_tokens_
 
   WaitingPicks waiting_;
   std::atomic<TimePoint::rep> last_sweep_{0};

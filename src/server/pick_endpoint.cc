@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <random>
@@ -323,22 +326,41 @@ Ending WaitingFull(std::size_t max_waiting) {
                  "1");
 }
 
+// Who a capped pick came from, for its message: "caller \"gw\"" or "end user \"u1\" of ...".
+std::string CapHolder(const Context& context, CallerCaps::Cap cap) {
+  std::string caller =
+      context.caller ? "caller " + Quoted(context.caller->user.username) : "the caller";
+  if (cap != CallerCaps::Cap::kUser) return caller;
+  return "end user " + Quoted(context.user) + " of " + caller;
+}
+
 // A pick that would have waited past its caller's cap, or its end user's, in the pool.
 Ending CallerFull(const Context& context, CallerCaps::Cap cap, const CallerCaps::Options& caps) {
-  const std::string caller =
-      context.caller ? "caller " + Quoted(context.caller->user.username) : "the caller";
-  if (cap == CallerCaps::Cap::kUser) {
-    return Refused(Outcome::kCallerFull, 429,
-                   "end user " + Quoted(context.user) + " of " + caller + " has " +
-                       std::to_string(caps.max_waiting_per_user) + " picks waiting in pool " +
-                       context.pool + " (--pick-max-waiting-per-user): no worker has room",
-                   "1");
-  }
-  return Refused(Outcome::kCallerFull, 429,
-                 caller + " has " + std::to_string(caps.max_waiting_per_caller) +
-                     " picks waiting in pool " + context.pool +
-                     " (--pick-max-waiting-per-caller): no worker has room",
-                 "1");
+  const bool user = cap == CallerCaps::Cap::kUser;
+  return Refused(
+      Outcome::kCallerFull, 429,
+      CapHolder(context, cap) + " has " +
+          std::to_string(user ? caps.max_waiting_per_user : caps.max_waiting_per_caller) +
+          " picks waiting in pool " + context.pool +
+          (user ? " (--pick-max-waiting-per-user)" : " (--pick-max-waiting-per-caller)") +
+          ": no worker has room",
+      "1");
+}
+
+// A pick of a caller, or end user, over its share of the pool's KV cache while others wait.
+Ending OverShare(const Context& context, const CallerCaps::Verdict& verdict,
+                 const CallerCaps::Options& caps) {
+  const bool user = verdict.share == CallerCaps::Cap::kUser;
+  const double share = user ? caps.max_reserved_share_per_user : caps.max_reserved_share;
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(verdict.retry_after).count();
+  return Refused(
+      Outcome::kCallerFull, 429,
+      CapHolder(context, verdict.share) + " has reserved its share (" +
+          std::to_string(static_cast<int>(std::lround(share * 100))) + "%) of pool " +
+          context.pool + "'s KV cache while " + (user ? "other end users'" : "other callers'") +
+          " picks wait" +
+          (user ? " (--pick-max-reserved-share-per-user)" : " (--pick-max-reserved-share)"),
+      std::to_string(std::max<std::int64_t>(seconds, 1)));
 }
 
 }  // namespace
@@ -452,13 +474,23 @@ void PickEndpoint::Serve(const Request& request, Response& response, Context& co
   // than queued. Read before the pick and counted when it is deferred, so a pick being decided on
   // each other I/O thread at the same moment may pass the bound by one.
   const bool waiting_full = waiting_.load(std::memory_order_relaxed) >= options_.max_waiting;
-  // And its caller's cap in this pool, and its end user's (read the same way).
+  // And its caller's caps in this pool, and its end user's (read the same way): over a share of
+  // the pool's KV cache while others wait, it is refused now.
   const CallerCaps::Key caps_key{
       .caller = context.caller ? context.caller->key : std::string_view(),
       .pool = context.pool,
       .user = context.user};
-  const CallerCaps::Cap cap =
-      options_.caps != nullptr ? options_.caps->Full(caps_key) : CallerCaps::Cap::kNone;
+  routing::PoolState::Reservation reservation;
+  CallerCaps::Verdict verdict;
+  if (options_.caps != nullptr) {
+    reservation = pool.state->ReservationOf(inputs.request);
+    verdict = options_.caps->Check(caps_key, reservation, now);
+    if (verdict.share != CallerCaps::Cap::kNone) {
+      Finish(response, context, OverShare(context, verdict, options_.caps->options()));
+      return;
+    }
+  }
+  const CallerCaps::Cap cap = verdict.waiting;
   // Made only when the engine queues the pick: the request is put off, takes its place among the
   // waiting picks (and its caller's), and the callback answers it through a copy of the context.
   std::optional<Later> later;
@@ -481,12 +513,16 @@ void PickEndpoint::Serve(const Request& request, Response& response, Context& co
   const PickOutcome out =
       pool.state->Pick(inputs.request, NextRandom(), now,
                        {.deadline = deadline, .make_done = make_done, .refused = refused});
+  // A pick placed, or waiting, holds its reservation (or will): metered to its caller.
+  if (options_.caps != nullptr && (out.picked() || out.status == PickStatus::kQueued)) {
+    options_.caps->Charge(caps_key, reservation, now);
+  }
   if (!later) {  // decided at once
     const bool capped = refused && out.status == PickStatus::kQueueFull;
     Finish(response, context,
-           capped && waiting_full ? WaitingFull(options_.max_waiting)
-           : capped               ? CallerFull(context, cap, options_.caps->options())
-                                  : EndingOf(context, out));
+           capped && waiting_full               ? WaitingFull(options_.max_waiting)
+           : capped && options_.caps != nullptr ? CallerFull(context, cap, options_.caps->options())
+                                                : EndingOf(context, out));
     return;
   }
   if (out.status != PickStatus::kQueued) {  // the queue refused it: answered through the deferral

@@ -76,7 +76,7 @@ class PickMetrics {
     kUnauthenticated,    // no credentials, or ones Kubernetes did not accept (401)
     kForbidden,          // the caller may not pick in the pool's namespace (403)
     kAccessUnavailable,  // no review could be had (503)
-    kCallerFull,         // the caller, or its end user, has its cap of picks waiting (429)
+    kCallerFull,  // the caller, or its end user, is at a cap: picks waiting or KV reserved (429)
   };
   static constexpr std::size_t kOutcomes = 20;
   // The label `reason` for an outcome: "session-hit", ..., "caller-full".

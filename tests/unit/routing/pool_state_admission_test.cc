@@ -99,6 +99,27 @@ TEST_F(PoolStateAdmissionTest, APoolScaledToZeroStillRefusesPicksLargerThanItsLa
   EXPECT_TRUE(Pick({.prompt_tokens = 4800, .expected_tokens = 1}).picked());
 }
 
+// What a pick would reserve, for callers' shares (CallerCaps): its tokens with the defaults, the
+// KV caches of the pool's workers as they last reported them, and the scrape interval.
+TEST_F(PoolStateAdmissionTest, AReservationCountsThePicksTokensAndTheWorkersReportedCaches) {
+  PoolState::Options options = DefaultOptions();
+  options.hold = seconds(7);
+  Start(Workers(3), Strategy::kJouleWeighted, options);
+  EXPECT_EQ(state_->ReservationOf({}).capacity_tokens, 0) << "none reported yet";
+  Observe(0, {.kv_blocks_total = 100, .kv_blocks_free = 10, .block_size = 16, .available = true});
+  Observe(1, {.kv_blocks_total = 300, .kv_blocks_free = 300, .block_size = 32, .available = true});
+  const PoolState::Reservation r = state_->ReservationOf({.prompt_tokens = 100});
+  EXPECT_EQ(r.tokens, 100 + options.default_expected_tokens);
+  EXPECT_EQ(r.capacity_tokens, 100 * 16 + 300 * 32) << "all of each cache, free or not";
+  EXPECT_EQ(r.window, seconds(7));
+  Observe(1, {.available = false});  // its scrape fails: its cache is as last reported
+  EXPECT_EQ(state_->ReservationOf({}).capacity_tokens, 100 * 16 + 300 * 32);
+  Publish(Workers(1));  // worker 1 leaves the pool
+  EXPECT_EQ(state_->ReservationOf({}).capacity_tokens, 100 * 16);
+  EXPECT_EQ(state_->ReservationOf({}).tokens,
+            options.default_prompt_tokens + options.default_expected_tokens);
+}
+
 TEST_F(PoolStateAdmissionTest, AWaitingPickFoundTooLargeAnswersSoWhenReleased) {
   Start(Workers(0), Strategy::kJouleWeighted, WaitingWithoutWorkers());
   // Nothing is known of any worker's cache: both wait.

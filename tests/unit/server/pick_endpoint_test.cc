@@ -425,6 +425,67 @@ TEST_F(PickEndpointTest, ACallerAndEachEndUserItNamesWaitWithinTheirCaps) {
   access.Stop();
 }
 
+// A caller whose picks reserve more than its share of the pool's KV cache (and never send the
+// requests) may fill the pool while no one else picks, but once another caller's pick waits it is
+// refused, for as long as its reservations would have held the pool, and the waiting pick is not
+// overtaken: one caller cannot keep the pool looking full for the others (and their waiting
+// picks, the autoscaler's demand).
+TEST_F(PickEndpointTest, ACallerOverItsReservedShareIsRefusedWhileAnotherCallersPicksWait) {
+  Restart();
+  routing::PoolState::Options options = DefaultOptions();
+  options.hold = std::chrono::seconds(60);  // the reservation window: one scrape interval
+  Start(options);
+  testing::FakeReviewer reviewer;
+  reviewer.AddToken("batch-token", "batch");
+  reviewer.AddToken("gw-token", "gw");
+  reviewer.Allow("batch|create|prod");
+  reviewer.Allow("gw|create|prod");
+  AccessControl access(reviewer, clock_, {});
+  access.Start();
+  CallerCaps caps({.max_reserved_share = 0.5, .max_reserved_share_per_user = 0});
+  const PickEndpoint capped(pools_, metrics_, clock_, {.access = &access, .caps = &caps});
+  HttpServer server({.threads = 2});  // after `capped`: stopped first
+  capped.Register(server);
+  server.Start();
+  ObserveAll(100);  // 2 workers of 100 blocks of 16 tokens: 3,200 tokens, 1,600 a caller's share
+  const auto send = [&](std::string_view token) {
+    auto client = std::make_unique<RawClient>(server.port());
+    // 320 tokens: 20 blocks, so 10 picks fill the pool.
+    const std::string body = R"({"pool":"prod/chat","prompt_tokens":304,"expected_tokens":16})";
+    EXPECT_TRUE(client->Send(
+        "POST /v1/pick HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + std::string(token) +
+        "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+    return client;
+  };
+  for (int i = 0; i < 10; ++i) {
+    const auto response = send("batch-token")->ReadResponse();
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 200) << "pick " << i << ": alone, a caller may use the whole pool";
+  }
+  auto gateway = send("gw-token");
+  ASSERT_TRUE(AwaitWaiting(1));
+  const auto refused = send("batch-token")->ReadResponse();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 429);
+  EXPECT_THAT(refused->body, HasSubstr(R"(caller \"batch\" has reserved its share (50%) of pool )"
+                                       R"(prod/chat's KV cache while other callers' picks wait )"
+                                       R"((--pick-max-reserved-share))"));
+  // 3,200 tokens at 1,600 per 60 s: paid off 120 s on, under the share 60 s on.
+  EXPECT_EQ(refused->header("retry-after"), "60");
+  auto gateway_again = send("gw-token");
+  EXPECT_TRUE(AwaitWaiting(2)) << "the waiting caller is under its share: it waits";
+  ObserveAll(100);  // the next scrape: batch's picks never arrived
+  for (auto* client : {gateway.get(), gateway_again.get()}) {
+    const auto placed = client->ReadResponse();
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->status, 200);
+  }
+  EXPECT_THAT(Metrics(),
+              HasSubstr("eoc_picks_total{code=429,pool=prod/chat,reason=caller-full,} 1"));
+  server.Stop();
+  access.Stop();
+}
+
 // Picks waiting in all pools together stop at the endpoint's max_waiting (--pick-max-waiting):
 // past it a pick that finds no room is answered 429 at once, though its pool's own queue has room;
 // a place comes back when a waiting pick is answered or its client leaves.
