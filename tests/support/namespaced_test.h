@@ -1,9 +1,11 @@
 // A test fixture with a namespace of its own on the control plane: created before each test,
 // deleted after it, and an admin client without a client-side rate limit (the tests make many
-// calls; the limiter has unit tests of its own). Skips when no control plane is configured.
+// calls; the limiter has unit tests of its own), and ServiceAccounts' tokens. Skips when no
+// control plane is configured.
 //
 //   class MyTest : public eoc::testing::NamespacedTest {};
 //   TEST_F(MyTest, X) { client_->Create(resources::kPods, ns_, ...); }
+//   std::string token = AccountToken("picker");  // a new ServiceAccount in ns_, and its token
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,8 +13,10 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "child_process.h"
 #include "control_plane.h"
 #include "eventually.h"
 #include "kube/client.h"
@@ -52,6 +56,26 @@ class NamespacedTest : public ::testing::Test {
 
   void TearDown() override {
     if (client_ && !ns_.empty()) (void)client_->Delete(kube::resources::kNamespaces, "", ns_);
+  }
+
+  // A token of the ServiceAccount `name` in `ns` (a TokenRequest, valid for an hour), recorded
+  // (RecordSecret) for the check of every log for secrets; "" when the API server refuses, which
+  // fails the test.
+  std::string TokenOf(const std::string& ns, const std::string& name) const {
+    const nlohmann::json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                                    {"kind", "TokenRequest"},
+                                    {"metadata", {{"name", name}}},
+                                    {"spec", {{"expirationSeconds", 3600}}}};
+    const auto answer = client_->Create(kServiceAccounts, ns, request, "token");
+    EXPECT_TRUE(answer) << (answer ? "" : answer.error().ToString());
+    std::string token = answer ? (*answer)["status"].value("token", "") : "";
+    RecordSecret(token);
+    return token;
+  }
+  // A new ServiceAccount `name` in the test's namespace, and a token of it.
+  std::string AccountToken(const std::string& name) const {
+    EXPECT_TRUE(client_->Create(kServiceAccounts, ns_, {{"metadata", {{"name", name}}}}));
+    return TokenOf(ns_, name);
   }
 
   const ControlPlane* plane_ = nullptr;

@@ -31,7 +31,6 @@ using testing::kPatience;
 using testing::kPools;
 using testing::kRoleBindings;
 using testing::kRoles;
-using testing::kServiceAccounts;
 using testing::RawClient;
 using testing::RawResponse;
 namespace resources = kube::resources;
@@ -47,20 +46,6 @@ class AccessIntegrationTest : public testing::FleetTest {
     (void)client_->Delete(kClusterRoleBindings, "", metrics_role_);
     (void)client_->Delete(kClusterRoles, "", metrics_role_);
     FleetTest::TearDown();
-  }
-
-  // A ServiceAccount `name` in the test's namespace, and a token of it (TokenRequest).
-  std::string AccountToken(const std::string& name) const {
-    EXPECT_TRUE(client_->Create(kServiceAccounts, ns_, {{"metadata", {{"name", name}}}}));
-    const json request = {{"apiVersion", "authentication.k8s.io/v1"},
-                          {"kind", "TokenRequest"},
-                          {"metadata", {{"name", name}}},
-                          {"spec", {{"expirationSeconds", 3600}}}};
-    const auto answer = client_->Create(kServiceAccounts, ns_, request, "token");
-    EXPECT_TRUE(answer) << (answer ? "" : answer.error().ToString());
-    std::string token = answer ? (*answer)["status"].value("token", "") : "";
-    testing::RecordSecret(token);  // looked for in every log after the suite
-    return token;
   }
 
   // Grants `verbs` on inferencepools/pick in the test's namespace to ServiceAccount `account`.

@@ -1,29 +1,36 @@
 // Least privilege, proven on the API server's audit log (the shared control plane runs with
 // `scripts/control-plane start --audit-log`): the chart is installed with real helm for the
-// test's namespace; the eoc-controller binary runs with the token of the chart's ServiceAccount
-// and the arguments of the chart's Deployment, and goes through a scenario that uses every
-// permission: pools scraped through pods/proxy and weighed by a watched ConfigMap's grid
-// intensities, scaling up and down with a drain that pins pods, down to zero and back up on a
-// pick waiting on a second replica (its demand annotation), status writes (one after a conflict),
-// Events (a repeat counted by a patch), and the Lease (taken again after another held it). Then:
-// no request was refused (no 403), the set of (namespace, group, resource, verb) it used, read
-// from the audit log, equals the set the chart grants, and what it does not need is refused
-// (Secrets, deleting Deployments, other namespaces).
+// test's namespace, with its secure defaults (auth kubernetes on the pick port and /metrics, TLS
+// with the certificates it makes); the eoc-controller binary runs with the token of the chart's
+// ServiceAccount, the arguments of the chart's Deployment and the files of the Secrets it mounts,
+// and goes through a scenario that uses every permission: pools scraped through pods/proxy and
+// weighed by a watched ConfigMap's grid intensities, scaling up and down with a drain that pins
+// pods, down to zero and back up on a pick waiting on a second replica (its demand annotation),
+// status writes (one after a conflict), Events (a repeat counted by a patch), the Lease (taken
+// again after another held it), and picks and scrapes with ServiceAccount tokens (TokenReviews
+// and SubjectAccessReviews), granted by the chart's auth.pickers and auth.metricsReaders or
+// refused without them. Then: no request was refused (no 403), the set of (namespace, group,
+// resource, verb) it used, read from the audit log, equals the set the chart grants its
+// ServiceAccount, and what it does not need is refused (Secrets, deleting Deployments, other
+// namespaces).
 // The chart is installed with rbac.scaleTargets at Deployments only (the scenario scales one;
-// StatefulSets take the same two verbs), and with auth none and TLS off (so without the
-// auth-delegator ClusterRole, whose reviews this scenario does not make). Assertions are on what
-// was asked and granted, never on how fast.
+// StatefulSets take the same two verbs). Assertions are on what was asked and granted, never on
+// how fast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/rfc3339.h"
@@ -35,14 +42,17 @@
 #include "manifests.h"
 #include "proxyable_addresses.h"
 #include "raw_client.h"
+#include "tls_client.h"
 
 namespace eoc::controller {
 namespace {
 
 using nlohmann::json;
 using testing::Eventually;
+using testing::kClusterRoleBindings;
 using testing::kClusterRoles;
 using testing::kPatience;
+using testing::kRoleBindings;
 using testing::kRoles;
 using testing::Sample;
 namespace resources = kube::resources;
@@ -82,8 +92,9 @@ class ChartRbacTest : public testing::FleetTest {
              .gpus = 8}};
   }
 
-  // The chart, for the test's namespace, in a namespace of its own; the ServiceAccount's token
-  // in a kubeconfig; the Deployment's arguments for the controller.
+  // The chart, for the test's namespace, in a namespace of its own, with a picker and a metrics
+  // reader; the ServiceAccount's token in a kubeconfig; the Deployment's arguments for the
+  // controller, with the files of the Secrets it mounts.
   void BeforeController() override {
     if (plane_->Var("EOC_KUBE_AUDIT_LOG").empty()) {
       GTEST_SKIP() << "the control plane runs without an audit log (start it with --audit-log)";
@@ -96,28 +107,20 @@ class ChartRbacTest : public testing::FleetTest {
                            "rbac:\n  podsProxy: true\n"
                            "  scaleTargets:\n    - apiGroup: apps\n      resources: [deployments]\n"
                            "controller:\n  podDeletionCost: always\n"
-                           // The scenario's picks carry no credentials and its controller runs
-                           // off the pod, without the mounted certificates.
-                           "auth:\n  pick: none\n  metrics: none\ntls:\n  enabled: false\n");
+                           "auth:\n  pickers:\n    - namespace: " +
+                           ns_ + "\n      serviceAccounts: [" + ns_ +
+                           "/picker]\n"
+                           "  metricsReaders:\n    serviceAccounts: [" +
+                           ns_ + "/scraper]\n");
     RunToEnd({kHelm, "install", kRelease, kChart, "--namespace", release_ns_, "--kubeconfig",
               plane_->Var("EOC_KUBECONFIG"), "--values", values_});
     installed_ = true;
+    picker_ = AccountToken("picker");
+    scraper_ = AccountToken("scraper");
+    stranger_ = AccountToken("stranger");
 
-    // The ServiceAccount's token, from the Secret the token controller makes for it (1.20).
-    std::string token;
-    ASSERT_TRUE(Eventually(
-        [&] {
-          auto sa = client_->Get(testing::kServiceAccounts, release_ns_, kRelease);
-          if (!sa || !sa->contains("secrets") || (*sa)["secrets"].empty()) return false;
-          auto secret =
-              client_->Get(kSecrets, release_ns_, (*sa)["secrets"][0].value("name", std::string()));
-          if (!secret || !secret->contains("data")) return false;
-          const auto decoded = Base64Decode((*secret)["data"].value("token", std::string()));
-          if (!decoded || decoded->empty()) return false;
-          token = *decoded;
-          return true;
-        },
-        kPatience));
+    const std::string token = TokenOf(release_ns_, kRelease);
+    ASSERT_FALSE(token.empty());
     kubeconfig_ = dir_.Write(
         "kubeconfig",
         "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n"
@@ -128,15 +131,51 @@ class ChartRbacTest : public testing::FleetTest {
             "current-context: sa\n");
 
     // The controller's arguments, as the chart's Deployment gives them, less the namespace and
-    // addresses that FleetTest sets (the same namespace; loopback ports).
+    // addresses that FleetTest sets (the same namespace; loopback ports), and with the folders
+    // written here for the Secrets' mounts.
     auto deployment = client_->Get(resources::kDeployments, release_ns_, kRelease);
     ASSERT_TRUE(deployment);
-    for (const json& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"]) {
-      const auto a = arg.get<std::string>();
+    const json& pod = (*deployment)["spec"]["template"]["spec"];
+    const auto mounts = MountSecrets(pod);
+    ASSERT_FALSE(mounts.empty()) << "the chart mounts no Secret (TLS off?)";
+    for (const json& arg : pod["containers"][0]["args"]) {
+      auto a = arg.get<std::string>();
       if (a.starts_with("--namespace=") || a.find("-bind-address=") != std::string::npos) continue;
+      for (const auto& [mounted, written] : mounts) {
+        if (const auto at = a.find("=" + mounted + "/"); at != std::string::npos) {
+          a.replace(at + 1, mounted.size(), written);
+        }
+      }
       chart_args_.push_back(a);
     }
-    ASSERT_THAT(chart_args_, ::testing::Contains("--leader-elect"));
+    ASSERT_THAT(chart_args_, ::testing::IsSupersetOf({"--leader-elect", "--pick-auth=kubernetes",
+                                                      "--metrics-auth=kubernetes"}));
+  }
+
+  // Writes the Secrets the pod spec mounts to folders in dir_, a file for each key, as the
+  // kubelet does, and returns each mount's path with the folder standing for it.
+  std::vector<std::pair<std::string, std::string>> MountSecrets(const json& pod) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const json& volume : pod.value("volumes", json::array())) {
+      if (!volume.contains("secret")) continue;
+      const std::string name = volume.value("name", "");
+      const std::string secret_name = volume["secret"].value("secretName", "");
+      auto secret = client_->Get(kSecrets, release_ns_, secret_name);
+      EXPECT_TRUE(secret) << secret_name;
+      if (!secret) continue;
+      for (const auto& [key, value] : (*secret)["data"].items()) {
+        const auto decoded = Base64Decode(value.get<std::string>());
+        EXPECT_TRUE(decoded) << secret_name << " " << key;
+        testing::RecordSecret(decoded.value_or(""));  // its key and certificates
+        (void)dir_.Write((std::filesystem::path(name) / key).string(), decoded.value_or(""));
+      }
+      for (const json& mount : pod["containers"][0].value("volumeMounts", json::array())) {
+        if (mount.value("name", "") == name) {
+          out.emplace_back(mount.value("mountPath", ""), dir_.Path(name));
+        }
+      }
+    }
+    return out;
   }
   std::string ControllerKubeconfig() const override { return kubeconfig_; }
   std::vector<std::string> ControllerFlags() const override {
@@ -185,35 +224,87 @@ class ChartRbacTest : public testing::FleetTest {
   }
   bool Used(const std::string& access) const { return ReadAudit().used.contains(access); }
 
-  // What the chart's Roles and ClusterRoles grant.
+  // What the chart grants the ServiceAccount: the rules of the Roles and ClusterRoles that the
+  // chart's RoleBindings and ClusterRoleBindings bind it to (not those it makes for others, the
+  // pickers' Role and the metrics readers' ClusterRole).
   std::set<std::string> Granted() const {
     std::set<std::string> out;
-    const std::string selector = "app.kubernetes.io/instance=" + std::string(kRelease);
-    auto add = [&](const std::string& ns, const json& role) {
-      for (const json& rule : role.value("rules", json::array())) {
-        for (const json& g : rule["apiGroups"]) {
-          for (const json& r : rule["resources"]) {
-            for (const json& v : rule["verbs"]) out.insert(Access(ns, g, r, v));
+    const kube::ListOptions chart{.label_selector =
+                                      "app.kubernetes.io/instance=" + std::string(kRelease)};
+    auto add = [&](const std::string& ns, const json& binding) {
+      const json& subjects = binding.value("subjects", json::array());
+      if (std::ranges::none_of(subjects, [&](const json& s) {
+            return s.value("kind", "") == "ServiceAccount" && s.value("name", "") == kRelease &&
+                   s.value("namespace", "") == release_ns_;
+          })) {
+        return;
+      }
+      const json& ref = binding["roleRef"];
+      const bool cluster_role = ref.value("kind", "") == "ClusterRole";
+      auto role = client_->Get(cluster_role ? kClusterRoles : kRoles, cluster_role ? "" : ns,
+                               ref.value("name", ""));
+      EXPECT_TRUE(role) << ref.dump();
+      if (!role) return;
+      for (const json& rule : role->value("rules", json::array())) {
+        for (const json& v : rule["verbs"]) {
+          for (const json& url : rule.value("nonResourceURLs", json::array())) {
+            out.insert(Access("", "", url, v));
+          }
+          for (const json& g : rule.value("apiGroups", json::array())) {
+            for (const json& r : rule.value("resources", json::array())) {
+              out.insert(Access(ns, g, r, v));
+            }
           }
         }
       }
     };
     for (const std::string& ns : {ns_, release_ns_}) {
-      auto roles = client_->List(kRoles, ns, {.label_selector = selector});
-      EXPECT_TRUE(roles);
-      if (roles) {
-        for (const json& role : roles->items) add(ns, role);
+      auto bindings = client_->List(kRoleBindings, ns, chart);
+      EXPECT_TRUE(bindings);
+      if (bindings) {
+        for (const json& binding : bindings->items) add(ns, binding);
       }
     }
-    auto cluster = client_->List(kClusterRoles, "", {.label_selector = selector});
+    auto cluster = client_->List(kClusterRoleBindings, "", chart);
     EXPECT_TRUE(cluster);
     if (cluster) {
-      for (const json& role : cluster->items) {
-        // Only this test's release: another namespace's install of the chart has the same label.
-        if (role["metadata"].value("name", "").starts_with(kRelease)) add("", role);
-      }
+      for (const json& binding : cluster->items) add("", binding);
     }
     return out;
+  }
+
+  // One request over TLS to `port` on a new connection, with `token` as its bearer token when one
+  // is given (the server's certificate is not checked here: the chart's test verifies it); its
+  // answer, waited for up to `reads` times RawClient's patience (a pick may wait for a worker),
+  // or status 0.
+  static testing::RawResponse Call(int port, const std::string& method, const std::string& path,
+                                   const std::string& token, const std::string& body = "",
+                                   int reads = 1) {
+    std::optional<testing::TlsClient> client;
+    try {
+      client.emplace(static_cast<std::uint16_t>(port));
+    } catch (const std::runtime_error&) {
+      return {};  // nothing listens yet
+    }
+    if (!client->Handshake()) return {};
+    std::string request = method + " " + path + " HTTP/1.1\r\nHost: t\r\n";
+    if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (!client->Send(request)) return {};
+    std::optional<testing::RawResponse> answer;
+    for (int i = 0; i < reads && !answer; ++i) answer = client->ReadResponse();
+    return answer.value_or(testing::RawResponse{});
+  }
+  // A pick of pool `pool` on `port` with `token`.
+  static testing::RawResponse Pick(int port, const std::string& pool, const std::string& token,
+                                   int reads = 1) {
+    const std::string body = json{{"pool", pool}, {"prompt_tokens", 1}}.dump();
+    return Call(port, "POST", "/v1/pick", token, body, reads);
+  }
+  // The /metrics page on `port`, read with the metrics reader's token; "" unless answered 200.
+  std::string MetricsPage(int port) const {
+    const testing::RawResponse page = Call(port, "GET", "/metrics", scraper_);
+    return page.status == 200 ? page.body : "";
   }
 
   // Whether the ServiceAccount may `verb` `resource` (of `group`) in `ns` ("" cluster-wide).
@@ -280,12 +371,22 @@ class ChartRbacTest : public testing::FleetTest {
   std::string kubeconfig_;
   std::vector<std::string> chart_args_;
   bool installed_ = false;
+  // Tokens of ServiceAccounts in the test's namespace: one granted picks there by the chart's
+  // auth.pickers, one /metrics by auth.metricsReaders, one neither.
+  std::string picker_;
+  std::string scraper_;
+  std::string stranger_;
 };
 
 TEST_F(ChartRbacTest, TheControllerUsesExactlyWhatTheChartGrantsAndNothingElse) {
   const std::string leading = "eoc_leader_election_leading{lease=\"eoc-operator\"}";
-  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), leading) == 1; }, kPatience))
+  ASSERT_TRUE(
+      Eventually([&] { return Sample(MetricsPage(metrics_port_), leading) == 1; }, kPatience))
       << controller_->Output();
+  // /metrics for the chart's metrics readers alone: the others are refused, by the controller.
+  EXPECT_EQ(Call(metrics_port_, "GET", "/metrics", "").status, 401);
+  EXPECT_EQ(Call(metrics_port_, "GET", "/metrics", stranger_).status, 403);
+  EXPECT_EQ(Call(metrics_port_, "GET", "/metrics", picker_).status, 403);
 
   // A pool scraped through pods/proxy, weighed by a ConfigMap's grid intensity, scaling its
   // Deployment between 0 and 3 with short delays.
@@ -310,8 +411,16 @@ TEST_F(ChartRbacTest, TheControllerUsesExactlyWhatTheChartGrantsAndNothingElse) 
                                  {"lookBackPeriodSeconds", 2}, {"drainTimeoutSeconds", 5}};
   ASSERT_TRUE(client_->Create(testing::kPools, ns_, pool));
   ASSERT_EQ(AwaitRunningPods("w", 1).size(), 1U);
+  // Picks for the chart's pickers alone: the others are refused, by the controller.
+  ASSERT_TRUE(
+      Eventually([&] { return Pick(pick_port_, ns_ + "/w", picker_).status == 200; }, kPatience))
+      << controller_->Output();
+  EXPECT_EQ(Pick(pick_port_, ns_ + "/w", stranger_).status, 403);
+  EXPECT_EQ(Pick(pick_port_, ns_ + "/w", scraper_).status, 403);
+  EXPECT_EQ(Pick(pick_port_, ns_ + "/w", "").status, 401);
   SetLoad(12);
-  ASSERT_TRUE(Eventually([&] { return Sample(Metrics(), Scrapes("w", "ok")) > 0; }, kPatience))
+  ASSERT_TRUE(Eventually([&] { return Sample(MetricsPage(metrics_port_), Scrapes("w", "ok")) > 0; },
+                         kPatience))
       << controller_->Output();
 
   // Up to 3 under load, then down (draining, the pods pinned) to zero without it.
@@ -331,19 +440,14 @@ TEST_F(ChartRbacTest, TheControllerUsesExactlyWhatTheChartGrantsAndNothingElse) 
   const std::string workers = R"(eoc_pool_workers{namespace=")" + ns_ + R"(",pool="w"})";
   ASSERT_TRUE(Eventually(
       [&] {
-        const std::string page = testing::HttpGet(follower_metrics, "/metrics").body;
+        const std::string page = MetricsPage(follower_metrics);
         return Sample(page, leading) == 0 && Sample(page, workers) == 0;
       },
       kPatience))
       << follower.Output();
-  const std::string body = json{{"pool", ns_ + "/w"}, {"prompt_tokens", 1}}.dump();
-  testing::RawClient picks(static_cast<std::uint16_t>(follower_picks));
-  ASSERT_TRUE(picks.Send("POST /v1/pick HTTP/1.1\r\nHost: t\r\nContent-Length: " +
-                         std::to_string(body.size()) + "\r\n\r\n" + body));
-  std::optional<testing::RawResponse> answer;
-  for (int i = 0; i < 9 && !answer; ++i) answer = picks.ReadResponse();
-  ASSERT_TRUE(answer) << follower.Output() << controller_->Output();
-  EXPECT_EQ(answer->status, 200) << answer->body;
+  const testing::RawResponse answer = Pick(follower_picks, ns_ + "/w", picker_, /*reads=*/9);
+  ASSERT_NE(answer.status, 0) << follower.Output() << controller_->Output();
+  EXPECT_EQ(answer.status, 200) << answer.body;
   follower.Signal(SIGTERM);
   (void)follower.WaitFor(std::chrono::seconds(30));
 
@@ -393,6 +497,12 @@ TEST_F(ChartRbacTest, TheControllerUsesExactlyWhatTheChartGrantsAndNothingElse) 
   }
   EXPECT_THAT(unused, ::testing::IsEmpty()) << "granted but never used";
   EXPECT_THAT(ungranted, ::testing::IsEmpty()) << "used but not granted";
+  // Among them, the reviews behind the picks and scrapes (cluster-scoped, so a ClusterRole's).
+  const std::vector<std::string> reviews = {
+      Access("", "authentication.k8s.io", "tokenreviews", "create"),
+      Access("", "authorization.k8s.io", "subjectaccessreviews", "create")};
+  EXPECT_THAT(audited.used, ::testing::IsSupersetOf(reviews));
+  EXPECT_THAT(granted, ::testing::IsSupersetOf(reviews));
 
   // What it does not need, it may not do.
   EXPECT_FALSE(Allowed("get", "", "secrets", ns_));
