@@ -7,22 +7,19 @@
 // unreachable, the fail-open recipe reaches the fallback and the fail-closed one answers 503.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "child_process.h"
 #include "eventually.h"
-#include "files.h"
 #include "fleet_test.h"
 #include "manifests.h"
+#include "nginx.h"
 #include "raw_client.h"
 #include "routing/pool_snapshot.h"
 #include "routing/pool_state.h"
@@ -31,8 +28,11 @@ namespace eoc::controller {
 namespace {
 
 using nlohmann::json;
+using testing::Completion;
 using testing::Eventually;
+using testing::kNginx;
 using testing::kPatience;
+using testing::Nginx;
 using testing::RawClient;
 namespace resources = kube::resources;
 
@@ -42,8 +42,6 @@ constexpr const char* kProductLabel = "nvidia.com/gpu.product";
 // The chi-square bound of one degree of freedom at p = 0.001.
 constexpr double kChiSquare1 = 10.83;
 constexpr int kRequests = 1000;
-// Debian's (scripts/bootstrap installs nginx-light).
-constexpr const char* kNginx = "/usr/sbin/nginx";
 
 // A CarbonWeighted pool of the pods labelled pool=`name` (zone a at 100 g/kWh, zone b at 200: the
 // worker in zone a weighs 1000, the one in zone b 500, while their loads are alike), scraped every
@@ -63,63 +61,6 @@ json CarbonPool(const std::string& name) {
                                                        {"maxTokensPerSecond", 2400}}})}};
   pool["spec"]["carbon"] = {{"static", {{"zone-a", 100}, {"zone-b", 200}}}};
   return pool;
-}
-
-// nginx running one rendered recipe; stopped (SIGTERM: its fast shutdown) when destroyed.
-class Nginx {
- public:
-  // Renders examples/nginx into a folder of its own with `placeholders` and runs `recipe` from it.
-  Nginx(const std::string& recipe, const std::vector<std::string>& placeholders, int port)
-      : port_(port) {
-    const std::string dir = dir_.Path("nginx");
-    std::vector<std::string> render{EOC_SOURCE_DIR "/examples/nginx/render", dir};
-    render.insert(render.end(), placeholders.begin(), placeholders.end());
-    testing::ChildProcess renderer(render, /*merge_stderr=*/true);
-    const auto status = renderer.WaitFor(std::chrono::seconds(30));
-    if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-      throw std::runtime_error("render failed: " + renderer.Output());
-    }
-    process_ = std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{kNginx, "-p", dir, "-c", dir + "/" + recipe, "-g", "daemon off;"},
-        /*merge_stderr=*/true);
-  }
-  ~Nginx() {
-    process_->Signal(SIGTERM);
-    (void)process_->WaitFor(std::chrono::seconds(30));
-  }
-  Nginx(const Nginx&) = delete;
-  Nginx& operator=(const Nginx&) = delete;
-  Nginx(Nginx&&) = delete;
-  Nginx& operator=(Nginx&&) = delete;
-
-  // A connection to it, once it listens.
-  std::unique_ptr<RawClient> Connect() const {
-    std::unique_ptr<RawClient> client;
-    (void)Eventually(
-        [&] {
-          try {
-            client = std::make_unique<RawClient>(static_cast<std::uint16_t>(port_));
-            return true;
-          } catch (const std::runtime_error&) {
-            return false;
-          }
-        },
-        kPatience);
-    return client;
-  }
-  std::string Output() const { return process_->Output(); }
-
- private:
-  testing::TempDir dir_;
-  int port_;
-  std::unique_ptr<testing::ChildProcess> process_;
-};
-
-// A completion request as a client sends it through the gateway, with `headers` (a session, say).
-std::string Completion(const std::string& headers = "") {
-  const std::string body = R"({"model":"llama","prompt":"hi","max_tokens":1})";
-  return "POST /v1/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n" +
-         headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 class GatewayTest : public testing::FleetTest {

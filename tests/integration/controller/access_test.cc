@@ -29,8 +29,6 @@ using testing::kClusterRoleBindings;
 using testing::kClusterRoles;
 using testing::kPatience;
 using testing::kPools;
-using testing::kRoleBindings;
-using testing::kRoles;
 using testing::RawClient;
 using testing::RawResponse;
 namespace resources = kube::resources;
@@ -48,25 +46,10 @@ class AccessIntegrationTest : public testing::FleetTest {
     FleetTest::TearDown();
   }
 
-  // Grants `verbs` on inferencepools/pick in the test's namespace to ServiceAccount `account`.
+  // GrantPickTo ServiceAccount `account` of the test's namespace.
   void GrantPick(const std::string& account, const std::vector<std::string>& verbs) const {
     GrantPickTo({{"kind", "ServiceAccount"}, {"name", account}, {"namespace", ns_}}, verbs);
   }
-  // The same to any RBAC subject.
-  void GrantPickTo(const json& subject, const std::vector<std::string>& verbs) const {
-    const json role = {
-        {"metadata", {{"name", "pick"}}},
-        {"rules",
-         {{{"apiGroups", {"eoc.dev"}}, {"resources", {"inferencepools/pick"}}, {"verbs", verbs}}}}};
-    ASSERT_TRUE(client_->Create(kRoles, ns_, role));
-    const json binding = {
-        {"metadata", {{"name", "pick"}}},
-        {"roleRef",
-         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "pick"}}},
-        {"subjects", {subject}}};
-    ASSERT_TRUE(client_->Create(kRoleBindings, ns_, binding));
-  }
-
   // Grants get on /metrics to ServiceAccount `account`, as a Prometheus's ClusterRole does.
   void GrantMetrics(const std::string& account) const {
     const json role = {{"metadata", {{"name", metrics_role_}}},

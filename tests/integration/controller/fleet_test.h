@@ -149,6 +149,22 @@ class FleetTest : public NamespacedTest {
     NamespacedTest::TearDown();
   }
 
+  // Grants `verbs` on inferencepools/pick (a Role and a RoleBinding "pick") in the test's
+  // namespace to an RBAC subject, as a gateway's or a tenant's Role does.
+  void GrantPickTo(const nlohmann::json& subject, const std::vector<std::string>& verbs) const {
+    const nlohmann::json role = {
+        {"metadata", {{"name", "pick"}}},
+        {"rules",
+         {{{"apiGroups", {"eoc.dev"}}, {"resources", {"inferencepools/pick"}}, {"verbs", verbs}}}}};
+    ASSERT_TRUE(client_->Create(kRoles, ns_, role));
+    const nlohmann::json binding = {
+        {"metadata", {{"name", "pick"}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "pick"}}},
+        {"subjects", {subject}}};
+    ASSERT_TRUE(client_->Create(kRoleBindings, ns_, binding));
+  }
+
   std::string Metrics() const { return HttpGet(metrics_port_, "/metrics").body; }
   // A per-worker series, as the exposition writes it.
   std::string Series(const std::string& name, const std::string& pool,
