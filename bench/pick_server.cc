@@ -4,11 +4,16 @@
 // loads a thread refreshes every 100 ms as the scrape loop would (so the KV budget never runs
 // out). No cluster. Runs until SIGTERM or SIGINT. The workers' addresses are made up unless
 // --worker-port names the first of their ports on 127.0.0.1 (bench/gateway proxies to them).
+// With --pick-tls-cert-file and --pick-tls-key-file it serves https, as eoc-controller does with
+// the same flags, and with --pick-client-ca-file it requires a client certificate that chains to
+// it (eoc-controller's default with that flag); who may pick is not checked (--pick-auth none).
 //
 //   bench_pick_server --port 18190 --threads 1 --workers 10 [--worker-port 18201]
+//     [--pick-tls-cert-file F --pick-tls-key-file F [--pick-client-ca-file F]]
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,13 +34,29 @@ int main(int argc, char** argv) {
   int threads = 1;
   int workers = 10;
   int worker_port = 0;
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
   app.add_option("--port", port, "port on 127.0.0.1")->capture_default_str();
   app.add_option("--threads", threads, "I/O threads")->capture_default_str();
   app.add_option("--workers", workers, "workers of the pool")->capture_default_str();
   app.add_option("--worker-port", worker_port,
                  "the first worker's port on 127.0.0.1, the others' following it (default: "
                  "addresses no one listens on)");
+  app.add_option("--pick-tls-cert-file", cert_file, "PEM certificate to serve https with");
+  app.add_option("--pick-tls-key-file", key_file, "PEM private key of --pick-tls-cert-file");
+  app.add_option("--pick-client-ca-file", client_ca_file,
+                 "PEM CA certificates that client certificates must chain to (required)");
   CLI11_PARSE(app, argc, argv);
+  std::optional<eoc::server::TlsFiles> tls;
+  if (!cert_file.empty() || !key_file.empty() || !client_ca_file.empty()) {
+    tls = eoc::server::TlsFiles{.cert_file = cert_file,
+                                .key_file = key_file,
+                                .client_ca_file = client_ca_file,
+                                .client_certs = client_ca_file.empty()
+                                                    ? eoc::server::ClientCerts::kNone
+                                                    : eoc::server::ClientCerts::kRequire};
+  }
 
   const eoc::Clock& clock = eoc::RealClock();
   eoc::routing::SessionBudget budget(4'000'000);
@@ -82,7 +103,8 @@ int main(int argc, char** argv) {
   eoc::server::HttpServer server({.address = "127.0.0.1:" + std::to_string(port),
                                   .threads = threads,
                                   .max_header_bytes = std::size_t{16} * 1024,
-                                  .max_connections = 4096});
+                                  .max_connections = 4096,
+                                  .tls = std::move(tls)});
   endpoint.Register(server);
   server.Start();
   eoc::WaitForStopSignal();
