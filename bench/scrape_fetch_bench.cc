@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<eoc::controller::FetchRequest> requests;
+  requests.reserve(fetches);
   for (std::size_t i = 0; i < fetches; ++i) {
     requests.push_back({.address = endpoints[i % endpoints.size()],
                         .timeout = std::chrono::milliseconds(timeout_ms)});

@@ -77,7 +77,7 @@ class DemandReporter {
  private:
   struct Written {
     std::int64_t count = 0;
-    Clock::TimePoint at{};
+    Clock::TimePoint at;
   };
   bool Write(const std::string& key, const nlohmann::json& value);
 
@@ -109,7 +109,7 @@ class DemandReadings {
  private:
   struct Seen {
     std::string value;
-    Clock::TimePoint changed{};
+    Clock::TimePoint changed;
   };
   std::mutex mu_;
   std::map<std::string, std::map<std::string, Seen>> pools_;  // pool -> key -> seen

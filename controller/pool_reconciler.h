@@ -167,7 +167,7 @@ class PoolReconciler final : public kube::Reconciler {
  private:
   struct PoolRecord {
     std::shared_ptr<const PoolMembers> workers;
-    Clock::TimePoint last_write{};
+    Clock::TimePoint last_write;
     std::unordered_map<std::string, std::string> annotation_errors;  // reported: pod -> error
     std::optional<routing::WeightKeeper> keeper;  // the leader's, from its first weighing
     // When this replica last wrote a changed routing table; none: never (then a material

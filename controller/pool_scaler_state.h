@@ -46,8 +46,8 @@ struct Drain {
   std::int32_t to = 0;            // the replicas /scale is set to once they are drained
   std::vector<std::string> pods;  // the pods drained: names without the namespace, sorted
   std::set<std::string> pinned;   // those carrying kDrainDeletionCost (kDeletionCost only)
-  Clock::TimePoint since{};       // when it began (its timeout runs from here)
-  Clock::TimePoint marked{};      // when its pods last changed (a zero counts from a scrape after)
+  Clock::TimePoint since;         // when it began (its timeout runs from here)
+  Clock::TimePoint marked;        // when its pods last changed (a zero counts from a scrape after)
   // /scale written: the pods stay draining until the workload has removed them.
   std::optional<Clock::TimePoint> written;
 
@@ -62,10 +62,10 @@ struct PoolScaler::State {
   std::optional<std::int32_t> written;
   std::string last_scale_time;  // "" when this pool never scaled its target
   std::optional<ScaleState> scale;
-  Clock::TimePoint scale_read_at{};
+  Clock::TimePoint scale_read_at;
   std::optional<Clock::TimePoint> hpa_checked_at;
   std::vector<std::string> hpas;
-  Clock::TimePoint writes_held_until{};
+  Clock::TimePoint writes_held_until;
   std::optional<Drain> drain;
   std::optional<ScalingReport> report;
 };

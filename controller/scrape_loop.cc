@@ -37,7 +37,7 @@ struct ScrapeLoop::Arrival {
   routing::WorkerKey worker = 0;
   std::uint64_t fetch = 0;
   FetchResult result;
-  Clock::TimePoint at{};
+  Clock::TimePoint at;
 };
 
 // Shared with the fetchers' callbacks, which may outlive the loop: once closed, what they bring

@@ -100,7 +100,7 @@ class ScrapeLoop final : public ScrapePools {
     std::optional<Clock::TimePoint> exporter_taken;  // the exporter answer it last took
     bool in_flight = false;
     std::uint64_t fetch = 0;  // the fetch in flight, so a late answer of an old one is dropped
-    Clock::TimePoint started{};
+    Clock::TimePoint started;
     std::optional<routing::ScrapeMark> mark;
     std::shared_ptr<routing::PoolState> state;  // the state the mark is of
     bool ok = false;                            // the last scrape was good
@@ -117,14 +117,14 @@ class ScrapeLoop final : public ScrapePools {
     std::uint64_t answered = 0;  // the round of the last answer; 0: none yet
     bool ok = false;             // the last answer was a page with energy series
     std::map<std::string, signals::PodEnergy> pods;  // of the last good page, by pod key
-    Clock::TimePoint at{};                           // when it came back
+    Clock::TimePoint at;                             // when it came back
   };
   struct PoolEntry {
     ScrapePool spec;
     std::shared_ptr<const PageMaps> maps;
     std::unordered_map<routing::WorkerKey, WorkerState> workers;
     std::map<std::string, ExporterState> exporters;  // by pod key
-    Clock::TimePoint next_round{};
+    Clock::TimePoint next_round;
     std::optional<Clock::TimePoint> last_round;
     std::uint64_t rounds = 0;
     std::uint64_t scrapes = 0;

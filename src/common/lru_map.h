@@ -85,7 +85,7 @@ class LruMap {
 
   // Adds `key`, which must be absent, as the most recently used entry. The map must not be Full():
   // PopOldest() first.
-  V& Insert(K key, V value) {
+  V& Insert(const K& key, V value) {
     const std::uint32_t node = AllocateNode();
     nodes_[node].key = key;
     nodes_[node].value = std::move(value);

@@ -130,7 +130,7 @@ class EventRecorder : public EventSink {
   std::deque<Event> queue_;
   bool busy_ = false;
   std::atomic<bool> stopping_{false};  // written under mu_
-  std::chrono::steady_clock::time_point drain_deadline_{};
+  std::chrono::steady_clock::time_point drain_deadline_;
   Stats stats_;
   Random01 random_;  // writer thread only: spreads the first retry of each write
   std::thread thread_;

@@ -164,7 +164,7 @@ class LeaderElector {
   // The elector thread's own state (TryAcquireOrRenew's bookkeeping).
   LeaseRecord observed_;
   bool observed_any_ = false;  // observed_ and observed_time_ hold something read or written
-  std::chrono::steady_clock::time_point observed_time_{};
+  std::chrono::steady_clock::time_point observed_time_;
   nlohmann::json lease_;  // the last Lease object read or written: its resourceVersion
   std::string reported_leader_;
 
@@ -172,7 +172,7 @@ class LeaderElector {
   Wakeup wake_;  // the sleeps between tries: Stop() wakes them
   std::atomic<bool> stopping_{false};
   bool leading_ = false;
-  std::chrono::steady_clock::time_point renewed_at_{};
+  std::chrono::steady_clock::time_point renewed_at_;
   std::string leader_;
   std::thread thread_;
 };

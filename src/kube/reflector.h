@@ -176,7 +176,7 @@ class Reflector {
   // for backoff_reset), and when the last failure came.
   Backoff backoff_;
   std::chrono::nanoseconds wait_{0};
-  Clock::TimePoint last_failure_{};
+  Clock::TimePoint last_failure_;
   // The first failure since the last held watch, if any; guarded by mu_.
   std::optional<Clock::TimePoint> failing_since_;
   bool reported_stale_ = false;  // what OnStale last said; the reflector's thread only

@@ -145,7 +145,7 @@ class CallerCaps {
   std::unordered_map<std::string, std::size_t> waiting_;  // guarded by mu_; no zero counts
   // Each metered key's debt: when what it reserved is paid off. Guarded by mu_.
   std::unordered_map<std::string, TimePoint> paid_until_;
-  TimePoint last_sweep_{};  // when paid_until_ was last cleared of paid-off keys; under mu_
+  TimePoint last_sweep_;  // when paid_until_ was last cleared of paid-off keys; under mu_
 };
 
 }  // namespace eoc::server

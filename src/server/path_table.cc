@@ -45,6 +45,7 @@ void PathTable::Route::Add(std::string_view method, std::string_view path, Handl
   }
   methods.push_back({.name = std::string(method), .handler = std::move(handler), .body = body});
   std::vector<std::string> names;
+  names.reserve(methods.size());
   for (const Method& entry : methods) names.push_back(entry.name);
   if (Find("GET") != nullptr && Find("HEAD") == nullptr) names.emplace_back("HEAD");
   std::sort(names.begin(), names.end());

@@ -56,17 +56,17 @@ inline constexpr std::size_t kMaxCarbonZones = 1024;
 // A zone whose value is not usable now, with why: for a CarbonIntensityAvailable condition.
 struct ZoneIntensityError {
   std::string zone;
-  std::string error;       // the source's last error, or why the last value is no longer used
-  SteadyTime failed_at{};  // the last failure (the last good value's time when none failed since)
+  std::string error;     // the source's last error, or why the last value is no longer used
+  SteadyTime failed_at;  // the last failure (the last good value's time when none failed since)
 };
 
 // What a table holds of one zone: its last good value and when it was read, and the source's
 // error since then and when it came.
 struct ZoneReading {
   std::optional<double> value;
-  SteadyTime value_at{};
+  SteadyTime value_at;
   std::optional<std::string> error;  // since the last good value
-  SteadyTime error_at{};
+  SteadyTime error_at;
 };
 
 // Per zone: the last good value, kept for at most `hold` after it was read, then unknown.

@@ -127,6 +127,7 @@ class FakeTransport final : public Transport {
   std::vector<std::string> Paths() const {
     const std::lock_guard lock(mu_);
     std::vector<std::string> paths;
+    paths.reserve(requests.size());
     for (const HttpRequest& r : requests) paths.push_back(r.path);
     return paths;
   }

@@ -56,6 +56,7 @@ eoc::testing::NodeSpec& NodeNamed(std::vector<eoc::testing::NodeSpec>& nodes,
 
 std::vector<eoc::testing::NodeSpec> Nodes(const Flags& f) {
   std::vector<eoc::testing::NodeSpec> nodes;
+  nodes.reserve(f.nodes.size());
   for (const auto& name : f.nodes) nodes.push_back({.name = name});
   if (nodes.empty()) nodes.push_back({.name = "eoc-node"});
   for (const auto& value : f.node_labels) {

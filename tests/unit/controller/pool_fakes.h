@@ -44,6 +44,7 @@ class FakeStore final : public PoolStore {
   std::vector<std::shared_ptr<const PoolObject>> ListPools() const override {
     const std::lock_guard lock(mu_);
     std::vector<std::shared_ptr<const PoolObject>> out;
+    out.reserve(pools_.size());
     for (const auto& [key, pool] : pools_) out.push_back(pool);
     return out;
   }

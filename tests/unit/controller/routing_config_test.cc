@@ -167,6 +167,7 @@ TEST_F(UpdatePoolDirectoryTest, AStrategyChangeIsANewSnapshotAndSessionsStay) {
 
 TEST_F(UpdatePoolDirectoryTest, TheSnapshotHoldsOnlyTheWorkersTheTableLists) {
   std::vector<Worker> workers;
+  workers.reserve(api::kMaxRoutingTableWorkers + 3);
   for (std::size_t i = 0; i < api::kMaxRoutingTableWorkers + 3; ++i) {
     workers.push_back(W("pod-" + std::to_string(100000 + i)));
   }

@@ -316,6 +316,7 @@ class ExporterScrapeTest : public ScrapeLoopTest {
   static FetchResult ExporterPage(const std::vector<double>& watts,
                                   const std::vector<double>& joules) {
     std::vector<sim::ExporterPod> pods;
+    pods.reserve(watts.size());
     for (std::size_t i = 0; i < watts.size(); ++i) {
       pods.push_back({.pod_namespace = "prod",
                       .pod_name = "w-" + std::to_string(i),

@@ -244,7 +244,7 @@ struct BadConfig {
   std::string name;
   std::string yaml;  // $TESTDATA stands for the test data folder
   std::vector<std::string> want;
-  std::string context{};  // --context; "" uses current-context
+  std::string context;  // --context; "" uses current-context
 };
 
 void PrintTo(const BadConfig& c, std::ostream* os) { *os << c.name; }

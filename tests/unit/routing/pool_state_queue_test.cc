@@ -36,6 +36,7 @@ struct Answers {
   std::vector<std::string> Names() {
     const std::lock_guard lock(mu);
     std::vector<std::string> names;
+    names.reserve(log.size());
     for (const auto& [name, where] : log) names.push_back(name);
     return names;
   }

@@ -130,6 +130,7 @@ TEST(PromFormatCases, AV3SummaryPartsJoinTheirFamilyAcrossOthers) {
   EXPECT_EQ(summary->type, MetricType::kSummary);
   EXPECT_EQ(summary->help, "");  // "# HELP my_summary" without text is no HELP
   std::vector<std::string> names;
+  names.reserve(summary->samples.size());
   for (const Sample& s : summary->samples) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"my_summary", "my_summary", "my_summary_count",
                                              "my_summary_sum", "my_summary_count", "my_summary_sum",

@@ -72,6 +72,7 @@ std::string AzureRows(int n) {
 
 std::vector<double> Arrivals(const Trace& trace) {
   std::vector<double> arrivals;
+  arrivals.reserve(trace.requests.size());
   for (const TraceRequest& r : trace.requests) arrivals.push_back(r.arrival_seconds);
   return arrivals;
 }
@@ -531,6 +532,7 @@ TEST(ReadTraceFile, AzureCodeTrace) {
   EXPECT_NEAR(trace.requests.back().arrival_seconds, 3436, 1);
   EXPECT_EQ(trace.requests.front().prompt_tokens, 4808);
   std::vector<std::int32_t> prompts;
+  prompts.reserve(trace.requests.size());
   for (const TraceRequest& r : trace.requests) prompts.push_back(r.prompt_tokens);
   std::nth_element(prompts.begin(), prompts.begin() + 4409, prompts.end());
   EXPECT_EQ(prompts[4409], 1469);  // the README's median context
