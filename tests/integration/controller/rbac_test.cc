@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -33,8 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "chart_release.h"
 #include "common/rfc3339.h"
-#include "common/text.h"
 #include "eventually.h"
 #include "files.h"
 #include "fleet_test.h"
@@ -57,7 +56,6 @@ using testing::kRoles;
 using testing::Sample;
 namespace resources = kube::resources;
 
-const kube::ResourceRef kSecrets{"", "v1", "secrets"};
 const kube::ResourceRef kAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews", false};
 
 constexpr const char* kRelease = "eoc-operator";  // names the chart's objects eoc-operator
@@ -68,12 +66,6 @@ std::string Access(const std::string& ns, const std::string& group, const std::s
                    const std::string& verb) {
   return verb + " " + (group.empty() ? "" : group + "/") + resource +
          (ns.empty() ? " (cluster)" : " in " + ns);
-}
-
-// Runs argv to its end (at most two minutes); the test fails with its output unless it succeeds.
-void RunToEnd(const std::vector<std::string>& argv) {
-  const testing::RunResult run = testing::RunToExit(argv);
-  EXPECT_TRUE(run.ok) << argv[0] << " " << argv[1] << ": " << run.output;
 }
 
 class ChartRbacTest : public testing::FleetTest {
@@ -112,71 +104,26 @@ class ChartRbacTest : public testing::FleetTest {
                            "/picker]\n"
                            "  metricsReaders:\n    serviceAccounts: [" +
                            ns_ + "/scraper]\n");
-    RunToEnd({kHelm, "install", kRelease, kChart, "--namespace", release_ns_, "--kubeconfig",
-              plane_->Var("EOC_KUBECONFIG"), "--values", values_});
-    installed_ = true;
+    installed_ = true;  // uninstalled after the test, also when installing fails halfway
+    ASSERT_TRUE(testing::Helm(*plane_, {"install", kRelease, testing::kChart, "--namespace",
+                                        release_ns_, "--values", values_}));
     picker_ = AccountToken("picker");
     scraper_ = AccountToken("scraper");
     stranger_ = AccountToken("stranger");
 
     const std::string token = TokenOf(release_ns_, kRelease);
     ASSERT_FALSE(token.empty());
-    kubeconfig_ = dir_.Write(
-        "kubeconfig",
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n"
-        "    server: " +
-            plane_->server() + "\n    certificate-authority: " + plane_->Var("EOC_KUBE_CA") +
-            "\nusers:\n- name: sa\n  user:\n    token: " + token +
-            "\ncontexts:\n- name: sa\n  context:\n    cluster: local\n    user: sa\n"
-            "current-context: sa\n");
+    kubeconfig_ = testing::TokenKubeconfig(*plane_, dir_, token);
 
-    // The controller's arguments, as the chart's Deployment gives them, less the namespace and
-    // addresses that FleetTest sets (the same namespace; loopback ports), and with the folders
-    // written here for the Secrets' mounts.
-    auto deployment = client_->Get(resources::kDeployments, release_ns_, kRelease);
-    ASSERT_TRUE(deployment);
-    const json& pod = (*deployment)["spec"]["template"]["spec"];
-    const auto mounts = MountSecrets(pod);
-    ASSERT_FALSE(mounts.empty()) << "the chart mounts no Secret (TLS off?)";
-    for (const json& arg : pod["containers"][0]["args"]) {
-      auto a = arg.get<std::string>();
-      if (a.starts_with("--namespace=") || a.find("-bind-address=") != std::string::npos) continue;
-      for (const auto& [mounted, written] : mounts) {
-        if (const auto at = a.find("=" + mounted + "/"); at != std::string::npos) {
-          a.replace(at + 1, mounted.size(), written);
-        }
-      }
-      chart_args_.push_back(a);
-    }
+    // The controller's arguments, as the chart's Deployment gives them, with the files of the
+    // Secrets it mounts.
+    const testing::ChartPod pod = testing::ChartPodOf(*client_, release_ns_, kRelease, dir_);
+    ASSERT_FALSE(pod.secrets.empty()) << "the chart mounts no Secret (TLS off?)";
+    chart_args_ = pod.args;
     ASSERT_THAT(chart_args_, ::testing::IsSupersetOf({"--leader-elect", "--pick-auth=kubernetes",
                                                       "--metrics-auth=kubernetes"}));
   }
 
-  // Writes the Secrets the pod spec mounts to folders in dir_, a file for each key, as the
-  // kubelet does, and returns each mount's path with the folder standing for it.
-  std::vector<std::pair<std::string, std::string>> MountSecrets(const json& pod) const {
-    std::vector<std::pair<std::string, std::string>> out;
-    for (const json& volume : pod.value("volumes", json::array())) {
-      if (!volume.contains("secret")) continue;
-      const std::string name = volume.value("name", "");
-      const std::string secret_name = volume["secret"].value("secretName", "");
-      auto secret = client_->Get(kSecrets, release_ns_, secret_name);
-      EXPECT_TRUE(secret) << secret_name;
-      if (!secret) continue;
-      for (const auto& [key, value] : (*secret)["data"].items()) {
-        const auto decoded = Base64Decode(value.get<std::string>());
-        EXPECT_TRUE(decoded) << secret_name << " " << key;
-        testing::RecordSecret(decoded.value_or(""));  // its key and certificates
-        (void)dir_.Write((std::filesystem::path(name) / key).string(), decoded.value_or(""));
-      }
-      for (const json& mount : pod["containers"][0].value("volumeMounts", json::array())) {
-        if (mount.value("name", "") == name) {
-          out.emplace_back(mount.value("mountPath", ""), dir_.Path(name));
-        }
-      }
-    }
-    return out;
-  }
   std::string ControllerKubeconfig() const override { return kubeconfig_; }
   std::vector<std::string> ControllerFlags() const override {
     std::vector<std::string> flags = chart_args_;
@@ -186,10 +133,8 @@ class ChartRbacTest : public testing::FleetTest {
 
   void TearDown() override {
     FleetTest::TearDown();
-    if (installed_) {
-      RunToEnd({kHelm, "uninstall", kRelease, "--namespace", release_ns_, "--kubeconfig",
-                plane_->Var("EOC_KUBECONFIG")});
-    }
+    if (installed_)
+      (void)testing::Helm(*plane_, {"uninstall", kRelease, "--namespace", release_ns_});
     if (!release_ns_.empty()) (void)client_->Delete(resources::kNamespaces, "", release_ns_);
     addresses_.reset();  // after the workers stopped
   }
@@ -362,8 +307,6 @@ class ChartRbacTest : public testing::FleetTest {
         client_->Patch(testing::kPools, ns_, "w", kube::PatchType::kMerge, {{"spec", spec}}));
   }
 
-  static constexpr const char* kHelm = EOC_SOURCE_DIR "/scripts/helm";
-  static constexpr const char* kChart = EOC_SOURCE_DIR "/charts/eoc-operator";
   std::unique_ptr<testing::ProxyableAddresses> addresses_;
   testing::TempDir dir_;
   std::string release_ns_;
