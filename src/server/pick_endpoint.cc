@@ -197,7 +197,7 @@ struct PickEndpoint::Ending {
   const PickOutcome* picked = nullptr;  // when a worker was chosen
   int code = 200;
   std::string message;
-  std::string_view retry_after;
+  std::string retry_after;  // owned: OverShare's is made for the answer
 };
 
 namespace {
@@ -206,9 +206,11 @@ using Context = PickEndpoint::Context;
 using Inputs = PickEndpoint::Inputs;
 using Ending = PickEndpoint::Ending;
 
-Ending Refused(Outcome outcome, int code, std::string message, std::string_view retry_after = {}) {
-  return {
-      .outcome = outcome, .code = code, .message = std::move(message), .retry_after = retry_after};
+Ending Refused(Outcome outcome, int code, std::string message, std::string retry_after = {}) {
+  return {.outcome = outcome,
+          .code = code,
+          .message = std::move(message),
+          .retry_after = std::move(retry_after)};
 }
 
 Ending BadRequest(std::string message) {
