@@ -34,6 +34,15 @@ void CallerCaps::UserKeyOf(const Key& key, std::string& out) {
   }
 }
 
+const CallerCaps::Keys& CallerCaps::ThreadKeysOf(const Key& key) {
+  // Built on every pick, in this thread's buffers: a warm one allocates nothing.
+  thread_local Keys keys;
+  PoolKeyOf(key, keys.pool);
+  CallerKeyOf(key, keys.caller);
+  UserKeyOf(key, keys.user);
+  return keys;
+}
+
 std::size_t CallerCaps::WaitingLocked(const std::string& key) const {
   const auto it = waiting_.find(key);
   return it == waiting_.end() ? 0 : it->second;
@@ -58,18 +67,11 @@ CallerCaps::Verdict CallerCaps::Check(const Key& key, const Reservation& reserva
   const bool user_waiting = user && options_.max_waiting_per_user > 0;
   Verdict verdict;
   if (!caller_share && !user_share && !caller_waiting && !user_waiting) return verdict;
-  // Read on every pick: the keys are built in this thread's buffers, so a warm one allocates
-  // nothing.
-  thread_local std::string pool_key;
-  thread_local std::string caller_key;
-  thread_local std::string user_key;
-  PoolKeyOf(key, pool_key);
-  CallerKeyOf(key, caller_key);
-  UserKeyOf(key, user_key);
+  const Keys& keys = ThreadKeysOf(key);
   const std::lock_guard lock(mu_);
-  const std::size_t in_pool = WaitingLocked(pool_key);
-  const std::size_t of_caller = caller ? WaitingLocked(caller_key) : 0;
-  const std::size_t of_user = user ? WaitingLocked(user_key) : 0;
+  const std::size_t in_pool = WaitingLocked(keys.pool);
+  const std::size_t of_caller = caller ? WaitingLocked(keys.caller) : 0;
+  const std::size_t of_user = user ? WaitingLocked(keys.user) : 0;
   if (caller_waiting && of_caller >= options_.max_waiting_per_caller) {
     verdict.waiting = Cap::kCaller;
   } else if (user_waiting && of_user >= options_.max_waiting_per_user) {
@@ -78,10 +80,10 @@ CallerCaps::Verdict CallerCaps::Check(const Key& key, const Reservation& reserva
   // Work-conserving: a share binds only while others' picks wait (the pool's, or the caller's
   // other end users').
   if (caller_share && in_pool > of_caller &&
-      OverLocked(caller_key, now, reservation.window, verdict.retry_after)) {
+      OverLocked(keys.caller, now, reservation.window, verdict.retry_after)) {
     verdict.share = Cap::kCaller;
   } else if (user_share && (caller ? of_caller : in_pool) > of_user &&
-             OverLocked(user_key, now, reservation.window, verdict.retry_after)) {
+             OverLocked(keys.user, now, reservation.window, verdict.retry_after)) {
     verdict.share = Cap::kUser;
   }
   return verdict;
@@ -115,15 +117,12 @@ void CallerCaps::Charge(const Key& key, const Reservation& reservation, TimePoin
   const bool caller = !key.caller.empty() && options_.max_reserved_share > 0;
   const bool user = !key.user.empty() && options_.max_reserved_share_per_user > 0;
   if (!caller && !user) return;
-  thread_local std::string caller_key;
-  thread_local std::string user_key;
-  CallerKeyOf(key, caller_key);
-  UserKeyOf(key, user_key);
+  const Keys& keys = ThreadKeysOf(key);
   const auto capacity = static_cast<double>(reservation.capacity_tokens);
   const std::lock_guard lock(mu_);
-  if (caller) MeterLocked(caller_key, options_.max_reserved_share * capacity, reservation, now);
+  if (caller) MeterLocked(keys.caller, options_.max_reserved_share * capacity, reservation, now);
   if (user) {
-    MeterLocked(user_key, options_.max_reserved_share_per_user * capacity, reservation, now);
+    MeterLocked(keys.user, options_.max_reserved_share_per_user * capacity, reservation, now);
   }
 }
 
@@ -133,19 +132,14 @@ std::size_t CallerCaps::Meters() const {
 }
 
 std::shared_ptr<CallerCaps::Place> CallerCaps::Take(const Key& key) {
-  std::string pool;
-  std::string caller;
-  std::string user;
-  PoolKeyOf(key, pool);
-  CallerKeyOf(key, caller);
-  UserKeyOf(key, user);
+  const Keys& keys = ThreadKeysOf(key);
   {
     const std::lock_guard lock(mu_);
-    ++waiting_[pool];
-    if (!caller.empty()) ++waiting_[caller];
-    if (!user.empty()) ++waiting_[user];
+    ++waiting_[keys.pool];
+    if (!keys.caller.empty()) ++waiting_[keys.caller];
+    if (!keys.user.empty()) ++waiting_[keys.user];
   }
-  return std::make_shared<Place>(*this, std::move(pool), std::move(caller), std::move(user));
+  return std::make_shared<Place>(*this, keys.pool, keys.caller, keys.user);
 }
 
 std::size_t CallerCaps::Waiting(const Key& key) const {

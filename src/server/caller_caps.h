@@ -133,6 +133,13 @@ class CallerCaps {
   static void PoolKeyOf(const Key& key, std::string& out);
   static void CallerKeyOf(const Key& key, std::string& out);
   static void UserKeyOf(const Key& key, std::string& out);
+  // All three of `key`, in this thread's buffers (valid until its next call on this thread).
+  struct Keys {
+    std::string pool;
+    std::string caller;
+    std::string user;
+  };
+  static const Keys& ThreadKeysOf(const Key& key);
   std::size_t WaitingLocked(const std::string& key) const;
   // Whether `key`'s meter is over a share of `limit` tokens per window, and until when.
   bool OverLocked(const std::string& key, TimePoint now, std::chrono::nanoseconds window,
